@@ -1,0 +1,38 @@
+# Herald's two front doors: `make demo` and `make test`. Both set up everything they need
+# (a venv with Herald editable, Java for Spark) on a fresh Debian machine with Python 3.11.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.herald-installed
+PYTEST_ARGS ?=
+
+.PHONY: install demo test test-fast bench clean system-deps
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || PYTHON=python3
+	$(MAKE) system-deps
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[spark,test]'
+	touch $(STAMP)
+
+# Java runs Spark. apt-get only when the tool is missing, so a ready machine is untouched.
+system-deps:
+	@command -v java >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jre-headless; }
+
+demo: install
+	$(BIN)/python -m herald.demo
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: install
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python -m bench $(if $(QUICK),--quick,)
+
+clean:
+	rm -rf $(VENV) herald-data .pytest_cache .hypothesis

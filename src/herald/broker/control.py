@@ -1,0 +1,184 @@
+"""The JSON control API under ``/v1/journals/``: list (+ watch), apply, fragments, append.
+
+Every request and response is JSON; errors are ``{status, message, field}`` with the
+HTTP code of their status (one table, ``protocol.errors.HTTP_CODES``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+from aiohttp import web
+
+from herald.broker.gateway import append_from_request
+from herald.broker.service import Broker
+from herald.keyspace.base import Change, Entry
+from herald.protocol.errors import ValidationError
+from herald.protocol.journal import validate_journal_name
+from herald.protocol.labels import LabelSelector, journal_meta_labels, rewrite_prefix_selector
+
+MAX_PAGE = 10_000
+DEFAULT_PAGE = 1_000
+
+
+async def json_body(request: web.Request) -> dict:
+    raw = await request.read()
+    if not raw:
+        return {}
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        raise ValidationError("body", f"invalid JSON: {err}") from None
+    if not isinstance(body, dict):
+        raise ValidationError("body", "must be a JSON object")
+    return body
+
+
+def json_response(doc: dict, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(doc), status=status, content_type="application/json")
+
+
+def parse_selector(text) -> LabelSelector:
+    if not isinstance(text, str):
+        raise ValidationError("selector", "must be a string")
+    try:
+        return rewrite_prefix_selector(LabelSelector.parse(text))
+    except ValidationError as err:
+        raise ValidationError("selector", err.message) from None
+
+
+def entry_dict(broker: Broker, entry: Entry) -> dict:
+    return {"spec": entry.spec.to_dict(), "mod_revision": entry.mod_revision,
+            "create_revision": entry.create_revision,
+            "route": {"members": [{"zone": "local", "suffix": "embedded"}], "primary": 0,
+                      "endpoints": [broker.endpoint]}}
+
+
+def matching(broker: Broker, selector: LabelSelector) -> list[Entry]:
+    return [e for name, e in sorted(broker.keyspace.entries().items())
+            if selector.matches(journal_meta_labels(e.spec.labels, name))]
+
+
+def snapshot(broker: Broker, selector: LabelSelector) -> dict:
+    return {"journals": [entry_dict(broker, e) for e in matching(broker, selector)],
+            "revision": broker.keyspace.revision}
+
+
+async def handle_list(request: web.Request) -> web.StreamResponse:
+    """A snapshot; with ``watch`` an NDJSON stream, one line per change of the matched set."""
+    broker: Broker = request.app["broker"]
+    body = await json_body(request)
+    selector = parse_selector(body.get("selector", ""))
+    if not body.get("watch"):
+        return json_response(snapshot(broker, selector))
+    response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+    await response.prepare(request)
+    last = None
+    while not broker.stopping.is_set():
+        changed = broker.wait_keyspace_change()
+        entries = matching(broker, selector)
+        key = [(e.spec.name, e.mod_revision) for e in entries]
+        if key != last:
+            await response.write(orjson.dumps(snapshot(broker, selector)) + b"\n")
+            last = key
+        await changed
+    return response
+
+
+async def handle_apply(request: web.Request) -> web.Response:
+    """Apply all changes atomically, then wait until the broker serves them."""
+    broker: Broker = request.app["broker"]
+    body = await json_body(request)
+    raw = body.get("changes")
+    if not isinstance(raw, list) or not raw:
+        raise ValidationError("changes", "must be a non-empty list")
+    changes = [Change.from_dict(c, f"changes[{i}]") for i, c in enumerate(raw)]
+    revision = broker.keyspace.apply(changes)
+    await broker.sync_journals()
+    return json_response({"revision": revision})
+
+
+async def handle_fragments(request: web.Request) -> web.Response:
+    """A page of a journal's fragments, with signed URLs when ``signature_ttl`` is set."""
+    broker: Broker = request.app["broker"]
+    body = await json_body(request)
+    journal = broker.resolve(_str(body, "journal"))
+    begin_mod, end_mod = _num(body, "begin_mod_time", 0), _num(body, "end_mod_time", 0)
+    token = int(_num(body, "next_page_token", 0))
+    limit = int(_num(body, "page_limit", DEFAULT_PAGE))
+    if not 0 < limit <= MAX_PAGE:
+        raise ValidationError("page_limit", f"must be in 1..{MAX_PAGE}")
+    ttl = _num(body, "signature_ttl", 0)
+    stores = {s.url: s for s in journal.stores}
+    page, next_token = [], 0
+    for fragment in journal.index.fragments():
+        if fragment.begin < token or not _in_mod_window(fragment, begin_mod, end_mod):
+            continue
+        if len(page) == limit:
+            next_token = fragment.begin
+            break
+        item = {"fragment": fragment.to_dict()}
+        if ttl and fragment.store in stores:
+            item["signed_url"] = stores[fragment.store].sign_get(fragment.content_path, ttl)
+        page.append(item)
+    return json_response({"fragments": page, "next_page_token": next_token})
+
+
+def _in_mod_window(fragment, begin_mod: float, end_mod: float) -> bool:
+    if not fragment.mod_time:
+        return not end_mod  # local-only fragments: only when the window is open-ended.
+    return fragment.mod_time >= begin_mod and (not end_mod or fragment.mod_time < end_mod)
+
+
+async def handle_append(request: web.Request) -> web.Response:
+    """``POST /v1/journals/append?journal=J``: raw body in, JSON commit out."""
+    broker: Broker = request.app["broker"]
+    for key in request.query:
+        if key != "journal":
+            raise ValidationError(key, "unknown query parameter")
+    name = request.query.get("journal", "")
+    validate_journal_name(name, field="journal")
+    result = await append_from_request(broker, request, name)
+    return json_response({"commit": {"journal": name, "begin": result.begin, "end": result.end,
+                                     "sum": result.sha1_hex},
+                          "registers": result.registers.to_list(),
+                          "write_head": result.write_head}, status=200)
+
+
+async def handle_prune(request: web.Request) -> web.Response:
+    """Remove persisted fragments older than ``fragment.retention`` (≤ 0 keeps all).
+
+    Brokers never prune by themselves (as Gazette); an operator runs
+    ``herald journals prune``. ``now`` may be given to prune "as of" a time.
+    """
+    broker: Broker = request.app["broker"]
+    body = await json_body(request)
+    journal = broker.resolve(_str(body, "journal"))
+    dry_run = bool(body.get("dry_run", False))
+    now = _num(body, "now", 0) or time.time()
+    removed = await journal.prune(now, dry_run)
+    return json_response({"removed": [f.to_dict() for f in removed], "dry_run": dry_run})
+
+
+def _str(body: dict, key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str):
+        raise ValidationError(key, "is required and must be a string")
+    return value
+
+
+def _num(body: dict, key: str, default: float) -> float:
+    value = body.get(key, default)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+        raise ValidationError(key, "must be a number ≥ 0")
+    return value
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/v1/journals/list", handle_list)
+    app.router.add_post("/v1/journals/apply", handle_apply)
+    app.router.add_post("/v1/journals/fragments", handle_fragments)
+    app.router.add_post("/v1/journals/append", handle_append)
+    app.router.add_post("/v1/journals/prune", handle_prune)
+

@@ -1,0 +1,206 @@
+"""The HTTP gateway of the seed tutorial: ``PUT``, ``GET`` and ``HEAD /<journal>``.
+
+Headers follow Gazette's gateway (``X-Write-Head``, ``X-Commit-Begin/End/SHA1-Sum``,
+``Content-Range``, ``X-Fragment-Name``, ``X-Fragment-Location``); registers ride on
+``X-Check-Registers`` (a selector), ``X-Union-Registers`` and
+``X-Subtract-Registers`` (label sets), and come back in ``X-Registers``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from urllib.parse import unquote
+
+from aiohttp import web
+
+from herald.broker.journal import AppendResult, Journal
+from herald.broker.metrics import METRICS
+from herald.broker.read import stream
+from herald.broker.service import Broker
+from herald.protocol.errors import HeraldError, OffsetNotYetAvailableError, Status, ValidationError
+from herald.protocol.journal import JournalFlags, validate_journal_name
+from herald.protocol.labels import LabelSelector, LabelSet
+
+MAX_OFFSET = (1 << 63) - 1
+READ_PARAMS = {"offset", "block", "end_offset"}
+SIGNED_URL_TTL_S = 60.0
+
+
+def journal_name(request: web.Request) -> str:
+    """The journal of a gateway request, from the raw path: the router normalises
+    ``..`` away, and a name like that must be refused, not silently rewritten."""
+    name = unquote(request.raw_path.split("?", 1)[0][1:])
+    validate_journal_name(name, field="journal")
+    return name
+
+
+def int_param(request: web.Request, key: str, default: int, minimum: int) -> int:
+    raw = request.query.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError(key, f"must be an integer, not {raw!r}") from None
+    if value < minimum:
+        raise ValidationError(key, f"must be ≥ {minimum}, not {value}")
+    return value
+
+
+def bool_param(request: web.Request, key: str) -> bool:
+    raw = request.query.get(key, "false").lower()
+    if raw not in ("true", "false", "1", "0", ""):
+        raise ValidationError(key, f"must be true or false, not {raw!r}")
+    return raw in ("true", "1")
+
+
+def reject_unknown_params(request: web.Request, allowed: set[str]) -> None:
+    for key in request.query:
+        if key not in allowed:
+            raise ValidationError(key, "unknown query parameter")
+
+
+# -- appends ------------------------------------------------------------------------------
+
+
+def register_headers(headers) -> tuple[LabelSelector | None, LabelSet | None, LabelSet | None]:
+    """Parse the register headers of a PUT, naming the header on error."""
+    def parse(name, parser):
+        raw = headers.get(name)
+        if raw is None:
+            return None
+        try:
+            return parser(raw)
+        except ValidationError as err:
+            raise ValidationError(name, err.message) from None
+    return (parse("X-Check-Registers", LabelSelector.parse),
+            parse("X-Union-Registers", LabelSet.parse),
+            parse("X-Subtract-Registers", LabelSet.parse))
+
+
+async def read_body(request: web.Request, limit: int) -> bytes:
+    """The whole request body, or PAYLOAD_TOO_LARGE before buffering past ``limit``."""
+    if request.content_length is not None and request.content_length > limit:
+        raise HeraldError(Status.PAYLOAD_TOO_LARGE,
+                          f"append of {request.content_length} bytes exceeds the limit of {limit}",
+                          "body")
+    parts, size = [], 0
+    async for chunk in request.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise HeraldError(Status.PAYLOAD_TOO_LARGE, f"append exceeds the limit of {limit} bytes",
+                              "body")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def writable(journal: Journal) -> Journal:
+    if not JournalFlags.is_writable(journal.spec.flags):
+        raise HeraldError(Status.NOT_ALLOWED, f"journal {journal.spec.name} is not writable", "journal")
+    return journal
+
+
+async def append_from_request(broker: Broker, request: web.Request, name: str) -> AppendResult:
+    """Validate everything, then read the body, then append: bad input writes nothing."""
+    journal = writable(broker.resolve(name))
+    check, union, subtract = register_headers(request.headers)
+    content = await read_body(request, broker.settings.max_append_bytes)
+    started = time.perf_counter()
+    result = await journal.append(content, check, union, subtract)
+    METRICS.append_requests.observe(time.perf_counter() - started)
+    return result
+
+
+def commit_headers(result: AppendResult) -> dict[str, str]:
+    return {
+        "X-Commit-Begin": str(result.begin),
+        "X-Commit-End": str(result.end),
+        "X-Commit-SHA1-Sum": result.sha1_hex,
+        "X-Write-Head": str(result.write_head),
+        "X-Registers": str(result.registers),
+    }
+
+
+async def handle_put(request: web.Request) -> web.Response:
+    broker: Broker = request.app["broker"]
+    name = journal_name(request)
+    reject_unknown_params(request, set())
+    result = await append_from_request(broker, request, name)
+    return web.Response(status=204, headers=commit_headers(result))
+
+
+# -- reads --------------------------------------------------------------------------------
+
+
+def readable(journal: Journal) -> Journal:
+    if not JournalFlags.is_readable(journal.spec.flags):
+        raise HeraldError(Status.NOT_ALLOWED, f"journal {journal.spec.name} is not readable", "journal")
+    return journal
+
+
+def read_headers(broker: Broker, journal: Journal, offset: int) -> dict[str, str]:
+    """Metadata of a read at ``offset``: where it starts and which fragment holds it."""
+    headers = {"Content-Range": f"bytes {offset}-{MAX_OFFSET}/{MAX_OFFSET}",
+               "X-Write-Head": str(journal.write_head),
+               "Location": f"{broker.endpoint}/{journal.spec.name}"}
+    located = journal.locate(offset)
+    if located is not None:
+        fragment = located.fragment
+        headers["Content-Range"] = f"bytes {located.offset}-{MAX_OFFSET}/{MAX_OFFSET}"
+        headers["X-Fragment-Name"] = fragment.content_name
+        if fragment.store and fragment.mod_time:
+            headers["X-Fragment-Last-Modified"] = email.utils.formatdate(fragment.mod_time, usegmt=True)
+            store = next((s for s in journal.stores if s.url == fragment.store), None)
+            if store is not None:
+                headers["X-Fragment-Location"] = store.sign_get(fragment.content_path, SIGNED_URL_TTL_S)
+    return headers
+
+
+def read_request(request: web.Request) -> tuple[Journal, int, bool, int]:
+    broker: Broker = request.app["broker"]
+    name = journal_name(request)
+    reject_unknown_params(request, READ_PARAMS)
+    offset = int_param(request, "offset", 0, -1)
+    end_offset = int_param(request, "end_offset", 0, 0)
+    block = bool_param(request, "block")
+    if end_offset and offset > end_offset:
+        raise ValidationError("end_offset", "must be 0 or ≥ offset")
+    journal = readable(broker.resolve(name))
+    if offset == -1:
+        offset = journal.write_head
+    return journal, offset, block, end_offset
+
+
+async def handle_head(request: web.Request) -> web.Response:
+    broker: Broker = request.app["broker"]
+    journal, offset, _block, _end = read_request(request)
+    return web.Response(status=200, headers=read_headers(broker, journal, offset))
+
+
+async def handle_get(request: web.Request) -> web.StreamResponse:
+    """Stream committed content from ``offset``; 416 if nothing is there and not blocking."""
+    broker: Broker = request.app["broker"]
+    journal, offset, block, end_offset = read_request(request)
+    if not block and journal.locate(offset) is None:
+        raise OffsetNotYetAvailableError(
+            f"offset {offset} is not yet available (write head is {journal.write_head})",
+            write_head=journal.write_head)
+    response = web.StreamResponse(status=206, headers=read_headers(broker, journal, offset))
+    response.content_type = "application/octet-stream"
+    await response.prepare(request)
+    counter = METRICS.read_bytes.labels(journal.spec.name)
+    async for _offset, chunk in stream(journal, offset, block, end_offset, broker.stopping):
+        await response.write(chunk)
+        counter.inc(len(chunk))
+    await response.write_eof()
+    return response
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_route("PUT", "/{journal:.+}", handle_put)
+    app.router.add_route("GET", "/{journal:.+}", handle_get)
+    app.router.add_route("HEAD", "/{journal:.+}", handle_head)
+
+
+__all__ = ["add_routes", "append_from_request", "commit_headers", "register_headers"]

@@ -1,0 +1,351 @@
+"""One journal as served by its broker: spool, index, append pipeline, persister.
+
+Appends are serialised through one queue and one task (``_append_loop``), so they
+never interleave [I-APPEND-1]. The task takes every append that is waiting, checks
+registers in order, writes all the bodies, fdatasyncs once (group commit) and only
+then publishes the new write head and resolves the waiting requests [I-APPEND-3].
+A request that fails a check writes nothing [I-REG-1]; a sync that fails rolls the
+whole group back [I-APPEND-2].
+
+Completed spools go to a persister task that compresses and uploads them to the
+journal's first store, then drops the local files. A refresh task lists the stores
+every ``fragment.refresh_interval``, so fragments written by others (or before a
+restart on an empty disk [I-FRAG-1]) join the index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from herald.broker.metrics import METRICS
+from herald.fragment.index import Index, Located
+from herald.fragment.persister import persist
+from herald.fragment.spool import Spool, recover_spools
+from herald.fragment.stores import Store, list_fragments
+from herald.protocol.errors import HeraldError, RegisterMismatchError, Status, ValidationError
+from herald.protocol.fragment import Fragment
+from herald.protocol.journal import JournalSpec
+from herald.protocol.labels import LabelSelector, LabelSet
+
+log = logging.getLogger(__name__)
+
+MAX_GROUP_BYTES = 64 << 20
+PERSIST_RETRY_S = (0.5, 1, 2, 5, 10, 30)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What an acknowledged append learns: where its bytes landed and the registers."""
+
+    begin: int
+    end: int
+    sha1_hex: str
+    registers: LabelSet
+    write_head: int
+    fragment: Fragment
+
+
+@dataclass(slots=True)
+class _Pending:
+    content: bytes
+    check: LabelSelector | None
+    union: LabelSet | None
+    subtract: LabelSet | None
+    future: asyncio.Future = field(default=None)  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class _Completed:
+    fragment: Fragment
+    path: Path
+    commits_path: Path
+
+
+class Journal:
+    """A served journal. Create with ``await Journal.open(...)``; ``await close()`` it."""
+
+    def __init__(self, spec: JournalSpec, data_dir: Path, stores: list[Store]):
+        self.spec = spec
+        self.stores = stores
+        self.directory = data_dir / "spools" / quote(spec.name, safe="")
+        self.index = Index()
+        self._spool: Spool | None = None
+        self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
+        self._to_persist: asyncio.Queue[_Completed] = asyncio.Queue()
+        self._commit_event = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+        self._closing = False
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @classmethod
+    async def open(cls, spec: JournalSpec, data_dir: Path, stores: list[Store]) -> "Journal":
+        """Recover local spools, list the stores and start serving. Blocks on disk I/O."""
+        journal = cls(spec, data_dir, stores)
+        await journal._recover()
+        name = spec.name
+        journal._tasks = [
+            asyncio.create_task(journal._append_loop(), name=f"append:{name}"),
+            asyncio.create_task(journal._persist_loop(), name=f"persist:{name}"),
+            asyncio.create_task(journal._refresh_loop(), name=f"refresh:{name}"),
+            asyncio.create_task(journal._pulse_loop(), name=f"pulse:{name}"),
+        ]
+        return journal
+
+    async def _recover(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        codec = self.spec.fragment.compression_codec
+        recovered, registers = await loop.run_in_executor(
+            None, recover_spools, self.directory, self.spec.name, codec)
+        self.index.replace_remote(await self._list_stores())
+        for spool in recovered:
+            self.index.add_local(spool.fragment, spool.path)
+            self._to_persist.put_nowait(_Completed(spool.fragment, spool.path, spool.commits_path))
+        head = max([self.index.end_offset] + [s.fragment.end for s in recovered])
+        self._spool = await loop.run_in_executor(
+            None, lambda: Spool(self.directory, self.spec.name, head, codec, registers))
+
+    async def close(self) -> None:
+        """Finish queued appends, roll the spool and persist what can be (SIGTERM path)."""
+        self._closing = True
+        self._queue.put_nowait(None)
+        await self._queue.join()
+        self._roll()
+        for task in self._tasks:
+            if task.get_name().startswith(("refresh:", "pulse:", "append:")):
+                task.cancel()
+        await self._drain_persister()
+        self._commit_event.set()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._spool:
+            self._spool.close()
+
+    async def _drain_persister(self) -> None:
+        if not self.stores:
+            return
+        try:
+            await asyncio.wait_for(self._to_persist.join(), timeout=30)
+        except TimeoutError:
+            log.warning("journal=%s spools left unpersisted at shutdown; kept on local disk",
+                        self.spec.name)
+
+    def update_spec(self, spec: JournalSpec, stores: list[Store]) -> None:
+        """A new revision of the spec: takes effect at the next roll / refresh."""
+        self.spec, self.stores = spec, stores
+
+    # -- appends -----------------------------------------------------------------------
+
+    @property
+    def write_head(self) -> int:
+        assert self._spool is not None
+        return self._spool.end
+
+    @property
+    def registers(self) -> LabelSet:
+        assert self._spool is not None
+        return self._spool.registers
+
+    async def append(self, content: bytes, check: LabelSelector | None = None,
+                     union: LabelSet | None = None,
+                     subtract: LabelSet | None = None) -> AppendResult:
+        """Append ``content`` atomically; returns once it is durable [I-APPEND-3].
+
+        Raises RegisterMismatchError (nothing written) [I-REG-1]. If the caller is
+        cancelled after the request is queued, the append may still commit (as when a
+        client disconnects after sending its whole body); it is never partial.
+        """
+        if self._closing:
+            raise HeraldError(Status.NOT_JOURNAL_BROKER, "broker is shutting down")
+        if (union or subtract) and not content:
+            raise ValidationError("content", "register modification requires a non-empty append")
+        pending = _Pending(content, check, union, subtract, asyncio.get_running_loop().create_future())
+        self._queue.put_nowait(pending)
+        return await asyncio.shield(pending.future)
+
+    async def _append_loop(self) -> None:
+        while True:
+            first = await self._queue.get()
+            group = [first] if first is not None else []
+            size = len(first.content) if first else 0
+            while size < MAX_GROUP_BYTES and not self._queue.empty():
+                item = self._queue.get_nowait()
+                if item is not None:
+                    group.append(item)
+                    size += len(item.content)
+                else:
+                    self._queue.task_done()
+            try:
+                self._maybe_roll(time.time())
+                if group:
+                    await self._commit_group(group)
+            finally:
+                for _ in range(len(group) + (first is None)):
+                    self._queue.task_done()
+
+    async def _commit_group(self, group: list[_Pending]) -> None:
+        spool = self._spool
+        assert spool is not None
+        registers, accepted, contents = spool.registers, [], []
+        for pending in group:
+            if pending.check is not None and len(registers) and not pending.check.matches(registers):
+                pending.future.set_exception(RegisterMismatchError(
+                    f"registers {registers} do not match selector {pending.check}", registers))
+                continue
+            if pending.content and (pending.subtract or pending.union):
+                registers = registers.subtract(pending.subtract) if pending.subtract else registers
+                registers = pending.union.union(registers) if pending.union else registers
+            accepted.append((pending, registers))
+            contents.append(pending.content)
+        if not accepted:
+            return
+        mark = spool.mark()
+        begin = spool.end
+        try:
+            sums = await asyncio.get_running_loop().run_in_executor(
+                None, _write_and_sync, spool, contents, registers, time.time())
+        except OSError as err:
+            spool.rollback(mark)
+            log.error("journal=%s append sync failed: %s", self.spec.name, err)
+            for pending, _ in accepted:
+                pending.future.set_exception(HeraldError(Status.INTERNAL, f"spool write failed: {err}"))
+            return
+        fragment = spool.fragment()
+        self.index.add_local(fragment, spool.path)
+        self._wake_readers()
+        METRICS.append_groups.labels(self.spec.name).inc()
+        METRICS.appended_bytes.labels(self.spec.name).inc(spool.end - begin)
+        for (pending, regs), content, sha in zip(accepted, contents, sums):
+            end = begin + len(content)
+            pending.future.set_result(AppendResult(begin, end, sha, regs, spool.end, fragment))
+            begin = end
+
+    def _wake_readers(self) -> None:
+        event, self._commit_event = self._commit_event, asyncio.Event()
+        event.set()
+
+    # -- rolling and persisting --------------------------------------------------------
+
+    def _maybe_roll(self, now_unix: float) -> None:
+        """Roll past ``fragment.length`` or at a UTC-aligned ``flush_interval`` boundary."""
+        spool, frag = self._spool, self.spec.fragment
+        assert spool is not None
+        if spool.content_length == 0:
+            return
+        too_long = spool.content_length > frag.length
+        interval = frag.flush_interval_s
+        crossed = bool(interval) and spool.first_append_unix is not None and (
+            math.floor(spool.first_append_unix / interval) != math.floor(now_unix / interval))
+        if too_long or crossed:
+            self._roll()
+
+    def _roll(self) -> None:
+        spool = self._spool
+        assert spool is not None
+        if spool.content_length == 0:
+            return
+        fragment = spool.fragment()
+        spool.close()
+        self._to_persist.put_nowait(_Completed(fragment, spool.path, spool.commits_path))
+        self._spool = Spool(self.directory, self.spec.name, spool.end,
+                            self.spec.fragment.compression_codec, spool.registers)
+
+    async def _persist_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            done = await self._to_persist.get()
+            try:
+                if self.stores:
+                    await self._persist_with_retries(loop, done)
+            finally:
+                self._to_persist.task_done()
+
+    async def _persist_with_retries(self, loop, done: _Completed) -> None:
+        attempt = 0
+        while True:
+            store = self.stores[0]
+            try:
+                fragment = await loop.run_in_executor(
+                    None, persist, store, done.fragment, done.path, done.fragment.codec)
+                break
+            except OSError as err:
+                delay = PERSIST_RETRY_S[min(attempt, len(PERSIST_RETRY_S) - 1)]
+                log.warning("journal=%s persist of %s to %s failed (retry in %ss): %s",
+                            self.spec.name, done.fragment.content_name, store.url, delay, err)
+                attempt += 1
+                await asyncio.sleep(delay)
+        self.index.add_remote(fragment)
+        self.index.drop_local(done.fragment.begin)
+        for path in (done.path, done.commits_path):
+            path.unlink(missing_ok=True)
+        METRICS.persisted_fragments.labels(self.spec.name).inc()
+        log.info("journal=%s persisted %s to %s", self.spec.name, fragment.content_name, fragment.store)
+
+    async def _list_stores(self) -> list[Fragment]:
+        loop = asyncio.get_running_loop()
+        listing: list[Fragment] = []
+        for store in self.stores:
+            listing += await loop.run_in_executor(None, list_fragments, store, self.spec.name)
+        return listing
+
+    async def _refresh_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.spec.fragment.refresh_interval_s)
+            try:
+                self.index.replace_remote(await self._list_stores())
+            except OSError as err:
+                log.warning("journal=%s store listing failed: %s", self.spec.name, err)
+
+    async def _pulse_loop(self) -> None:
+        """Wake the append task now and then so flush_interval rolls without traffic."""
+        while True:
+            await asyncio.sleep(max(1.0, min(60.0, self.spec.fragment.flush_interval_s or 60.0) / 4))
+            self._queue.put_nowait(None)
+
+    async def prune(self, now_unix: float, dry_run: bool) -> list[Fragment]:
+        """Delete persisted fragments whose age ≥ ``fragment.retention`` (≤ 0: none)."""
+        retention = self.spec.fragment.retention_s
+        if retention <= 0:
+            return []
+        stores = {s.url: s for s in self.stores}
+        doomed = [f for f in self.index.fragments()
+                  if f.store in stores and f.mod_time and now_unix - f.mod_time >= retention]
+        if dry_run:
+            return doomed
+        loop = asyncio.get_running_loop()
+        for fragment in doomed:
+            await loop.run_in_executor(None, stores[fragment.store].remove, fragment.content_path)
+        self.index.replace_remote(await self._list_stores())
+        return doomed
+
+    # -- reads -------------------------------------------------------------------------
+
+    def locate(self, offset: int) -> Located | None:
+        """Where to read ``offset`` from, or None if it is at/after the write head."""
+        if offset >= self.write_head:
+            return None
+        return self.index.locate(offset)
+
+    async def wait_for_commit(self) -> None:
+        """Return once the next group commits (or the journal closes)."""
+        await self._commit_event.wait()
+
+
+def _write_and_sync(spool: Spool, contents: list[bytes], registers: LabelSet,
+                    now_unix: float) -> list[str]:
+    """Write a group's bodies, fdatasync once, commit; per-body SHA1s (executor)."""
+    sums = []
+    for content in contents:
+        spool.write(content)
+        sums.append(hashlib.sha1(content).hexdigest())
+    spool.sync(registers, now_unix)
+    return sums

@@ -1,0 +1,102 @@
+"""Streaming a journal's committed bytes to a reader, from spool files or stores.
+
+A read walks the journal's fragments from an offset: local spool files are read
+with ``pread`` up to their committed end; persisted fragments are fetched from
+their store and decompressed chunk by chunk in an executor. At the write head a
+blocking read waits for the next group commit; a non-blocking one ends. Readers
+never see uncommitted bytes because the write head only moves after fsync
+[I-APPEND-3].
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator
+
+from herald.broker.journal import Journal
+from herald.fragment.codecs import decompressing_reader
+from herald.fragment.index import Located
+from herald.fragment.stores import Store
+
+CHUNK_BYTES = 1 << 20
+
+
+async def stream(journal: Journal, offset: int, block: bool, end_offset: int,
+                 stopping: asyncio.Event) -> AsyncIterator[tuple[int, bytes]]:
+    """Yield ``(offset, chunk)`` from ``offset`` until ``end_offset`` (0 = unbounded).
+
+    Without ``block`` the stream ends at the write head. With it, it waits for more
+    until the broker stops. Offsets jump forward over pruned ranges.
+    """
+    while not end_offset or offset < end_offset:
+        located = journal.locate(offset)
+        if located is None:
+            if not block or stopping.is_set():
+                return
+            await _wait_for_commit_or_stop(journal, stopping)
+            continue
+        offset = located.offset
+        limit = located.fragment.end if not end_offset else min(end_offset, located.fragment.end)
+        async for chunk in _fragment_chunks(journal, located, limit):
+            yield offset, chunk
+            offset += len(chunk)
+
+
+async def _wait_for_commit_or_stop(journal: Journal, stopping: asyncio.Event) -> None:
+    commit = asyncio.ensure_future(journal.wait_for_commit())
+    stop = asyncio.ensure_future(stopping.wait())
+    try:
+        await asyncio.wait({commit, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        commit.cancel()
+        stop.cancel()
+
+
+async def _fragment_chunks(journal: Journal, located: Located, limit: int) -> AsyncIterator[bytes]:
+    if located.local_path is not None:
+        try:
+            fd = os.open(located.local_path, os.O_RDONLY)
+        except FileNotFoundError:
+            pass  # persisted and deleted meanwhile: read it from its store below.
+        else:
+            try:
+                pos = located.offset
+                while pos < limit:
+                    chunk = os.pread(fd, min(CHUNK_BYTES, limit - pos), pos - located.fragment.begin)
+                    if not chunk:
+                        return
+                    pos += len(chunk)
+                    yield chunk
+                return
+            finally:
+                os.close(fd)
+    fragment = journal.index.locate(located.offset).fragment  # type: ignore[union-attr]
+    store = _store_of(journal, fragment.store)
+    loop = asyncio.get_running_loop()
+    chunks = _remote_chunks(store, fragment, located.offset, limit)
+    while True:
+        chunk = await loop.run_in_executor(None, next, chunks, None)
+        if chunk is None:
+            return
+        yield chunk
+
+
+def _store_of(journal: Journal, url: str) -> Store:
+    for store in journal.stores:
+        if store.url == url:
+            return store
+    raise FileNotFoundError(f"store {url} is no longer configured for {journal.spec.name}")
+
+
+def _remote_chunks(store: Store, fragment, offset: int, limit: int) -> Iterator[bytes]:
+    """Decompressed bytes of ``fragment`` in ``[offset, limit)`` (runs in an executor)."""
+    pos = fragment.begin
+    with store.open(fragment.content_path) as f:
+        for chunk in decompressing_reader(f, fragment.codec):
+            lo, hi = max(offset - pos, 0), min(limit - pos, len(chunk))
+            pos += len(chunk)
+            if hi > lo:
+                yield chunk[lo:hi]
+            if pos >= limit:
+                return

@@ -1,0 +1,24 @@
+"""The broker's one frozen settings object; the CLI fills it from flags and env vars."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_MAX_APPEND_BYTES = 64 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSettings:
+    """How one broker process runs. With no flags: embedded, 127.0.0.1:8080."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    data_dir: Path = Path("herald-data")
+    file_root: Path | None = None
+    max_append_bytes: int = DEFAULT_MAX_APPEND_BYTES
+
+    @property
+    def resolved_file_root(self) -> Path:
+        """Where ``file:///`` store URLs resolve (Gazette's ``--broker.file-root``)."""
+        return self.file_root if self.file_root is not None else self.data_dir / "fragments"

@@ -1,0 +1,34 @@
+"""The ``herald`` command: gazctl's equal, plus ``serve`` and ``pipelines``.
+
+One module per noun registers its sub-commands here. Errors print one clear line
+(no traceback) and exit 1.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from herald.cli.journals import journals_app
+from herald.cli.serve import serve_command
+from herald.protocol.errors import HeraldError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  help="Herald: journals, fragments and exactly-once messages, with pipelines on Spark.")
+app.command("serve")(serve_command)
+app.add_typer(journals_app, name="journals")
+
+
+def main() -> None:
+    try:
+        app()
+    except HeraldError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""A journal's fragment index: what byte range lives where.
+
+The index is one cover set over every fragment a replica knows of — local spools
+(current and completed, not yet persisted) and the store listing — plus the paths
+of the fragments that still have a local file. Reads prefer the local file; once
+a fragment is persisted and its spool deleted, reads go to the store. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from herald.fragment.coverset import CoverSet
+from herald.protocol.fragment import Fragment
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """Where to read ``offset``: the fragment holding it and its local file, if any.
+
+    ``offset`` may be larger than asked when the asked offset was pruned away (an
+    offset jump, as Gazette's readers see after retention deletes old fragments).
+    """
+
+    offset: int
+    fragment: Fragment
+    local_path: Path | None
+
+
+class Index:
+    """Every known fragment of one journal; updated only by its journal's tasks."""
+
+    def __init__(self) -> None:
+        self._set = CoverSet()
+        self._local: dict[int, tuple[int, Path]] = {}  # begin -> (end, path)
+
+    @property
+    def end_offset(self) -> int:
+        return self._set.end_offset if len(self._set) else 0
+
+    @property
+    def begin_offset(self) -> int:
+        return self._set.begin_offset if len(self._set) else 0
+
+    def fragments(self) -> list[Fragment]:
+        return list(self._set)
+
+    def add_local(self, fragment: Fragment, path: Path) -> None:
+        """A spool committed (or was recovered): readable from ``path`` up to its end."""
+        if fragment.end == fragment.begin:
+            return
+        self._local[fragment.begin] = (fragment.end, path)
+        self._set.add(fragment)
+
+    def add_remote(self, fragment: Fragment) -> None:
+        """A fragment is now in a store (it replaces a local one of the same range)."""
+        self._set.add(fragment)
+
+    def drop_local(self, begin: int) -> None:
+        """The local file of the spool at ``begin`` is gone (persisted and deleted)."""
+        self._local.pop(begin, None)
+
+    def replace_remote(self, listing: list[Fragment]) -> None:
+        """Swap in a fresh store listing, keeping local fragments it does not cover."""
+        fresh = CoverSet()
+        for fragment in listing:
+            fresh.add(fragment)
+        for fragment in self._set:
+            if not fragment.store and fragment.begin in self._local:
+                fresh.add(fragment)
+        self._set = fresh
+
+    def locate(self, offset: int) -> Located | None:
+        """The fragment to read ``offset`` from, jumping forward over holes.
+
+        Returns None when ``offset`` is at or past the end of the index. A single node
+        puts spools in the index before they are uploaded, so a hole can only be a
+        pruned range and jumping over it at once is safe (Gazette waits 6 h for
+        uploads racing in from other replicas).
+        """
+        for fragment in self._set:
+            if fragment.end <= offset:
+                continue
+            start = max(offset, fragment.begin)
+            local = self._local.get(fragment.begin)
+            path = local[1] if local and local[0] >= fragment.end else None
+            return Located(start, fragment, path)
+        return None

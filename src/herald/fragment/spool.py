@@ -1,0 +1,197 @@
+"""The spool: a replica's in-progress fragment on local disk.
+
+A spool is two files under the broker's data dir: ``<begin:016x>.spool`` holds the
+fragment's uncompressed bytes, and ``<begin:016x>.commits`` holds one JSON line per
+group commit (``{"end": N, "registers": [...]}``). The commit line is written only
+after the data is fdatasync'd, and an append is acknowledged only after the commit
+line is fdatasync'd too, so after a ``kill -9`` the last complete commit line says
+exactly which bytes were acknowledged [I-APPEND-3] [I-FRAG-2]; anything past it is
+an append that never committed and is truncated away [I-APPEND-2].
+
+The spool is not thread-safe: one writer (the journal's append task) owns it. Its
+blocking methods (``sync``) are meant to run in an executor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from herald.protocol.fragment import Fragment
+from herald.protocol.journal import CompressionCodec
+from herald.protocol.labels import LabelSet
+
+log = logging.getLogger(__name__)
+
+SPOOL_SUFFIX = ".spool"
+COMMITS_SUFFIX = ".commits"
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One append's place in the journal: ``[begin, end)`` and the SHA1 of its bytes."""
+
+    begin: int
+    end: int
+    sha1_hex: str
+
+
+class Spool:
+    """A fragment being written: committed bytes ``[begin, end)`` plus a pending delta.
+
+    ``write`` places bytes after the pending delta; ``sync`` makes everything written
+    durable and commits it; ``rollback`` forgets the pending delta. Readers only ever
+    see ``[begin, end)``.
+    """
+
+    def __init__(self, directory: Path, journal: str, begin: int, codec: CompressionCodec,
+                 registers: LabelSet, first_append_unix: float | None = None):
+        self.directory = directory
+        self.journal = journal
+        self.begin = begin
+        self.end = begin
+        self.codec = codec
+        self.registers = registers
+        self.first_append_unix = first_append_unix
+        self._delta = 0
+        self._sha1 = hashlib.sha1()
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / f"{begin:016x}{SPOOL_SUFFIX}"
+        self.commits_path = directory / f"{begin:016x}{COMMITS_SUFFIX}"
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._commits_fd = os.open(self.commits_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        if len(registers):
+            # Registers outlive the fragment that last changed them: record them in the
+            # new spool at once, so a crash before its first append still recovers them.
+            os.write(self._commits_fd, orjson.dumps({"end": begin, "registers": registers.to_list()}) + b"\n")
+            os.fdatasync(self._commits_fd)
+
+    # -- writing (owned by the journal's append task) -------------------------------
+
+    @property
+    def pending_bytes(self) -> int:
+        return self._delta
+
+    @property
+    def content_length(self) -> int:
+        return self.end - self.begin
+
+    def write(self, content: bytes) -> None:
+        """Place ``content`` after what is already pending. Not yet visible or durable."""
+        os.pwrite(self._fd, content, self.content_length + self._delta)
+        self._sha1.update(content)
+        self._delta += len(content)
+
+    def rollback(self, sha1_state) -> None:
+        """Forget pending bytes (a failed append) [I-APPEND-2]; ``sha1_state`` from ``mark``."""
+        self._delta = 0
+        self._sha1 = sha1_state
+
+    def mark(self):
+        """A snapshot of the running SHA1, to roll back to if the next write fails."""
+        return self._sha1.copy()
+
+    def sync(self, registers: LabelSet, now_unix: float) -> None:
+        """Make pending bytes durable and commit them (blocking: run in an executor).
+
+        Order matters for crash safety: data fdatasync, then the commit line, then its
+        fdatasync. Only after this returns may the appends be acknowledged [I-APPEND-3].
+        """
+        new_end = self.end + self._delta
+        os.fdatasync(self._fd)
+        record = {"end": new_end, "registers": registers.to_list()}
+        if self.first_append_unix is None and self._delta:
+            record["first_append_unix"] = now_unix
+        os.write(self._commits_fd, orjson.dumps(record) + b"\n")
+        os.fdatasync(self._commits_fd)
+        if "first_append_unix" in record:
+            self.first_append_unix = now_unix
+        self.end = new_end
+        self.registers = registers
+        self._delta = 0
+
+    # -- views ----------------------------------------------------------------------
+
+    def fragment(self) -> Fragment:
+        """The committed fragment, as readers and the index see it."""
+        sha1_hex = self._sha1_of_committed() if self.end > self.begin else "0" * 40
+        return Fragment(journal=self.journal, begin=self.begin, end=self.end, sum=sha1_hex,
+                        codec=self.codec)
+
+    def _sha1_of_committed(self) -> str:
+        # The running SHA1 covers committed + pending bytes; ``fragment`` is called only
+        # between syncs (no pending delta) by the owner, so it is the committed digest.
+        return self._sha1.hexdigest()
+
+    def close(self) -> None:
+        for fd in (self._fd, self._commits_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def remove_files(self) -> None:
+        """Delete both files once the fragment is safely in a store."""
+        self.close()
+        for path in (self.path, self.commits_path):
+            path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveredSpool:
+    """What a restart finds of a spool: its committed fragment and its registers."""
+
+    fragment: Fragment
+    path: Path
+    commits_path: Path
+    registers: LabelSet
+    first_append_unix: float | None
+
+
+def recover_spools(directory: Path, journal: str,
+                   codec: CompressionCodec) -> tuple[list[RecoveredSpool], LabelSet]:
+    """Find every spool under ``directory``, truncated to its last commit [I-FRAG-2].
+
+    Bytes past the last complete commit line belong to appends that were never
+    acknowledged, so they are cut off [I-APPEND-2]. Empty spools are deleted. Returns
+    the non-empty spools and the journal's registers as of its newest spool. Blocking.
+    """
+    found, latest_registers = [], LabelSet()
+    for path in sorted(directory.glob(f"*{SPOOL_SUFFIX}")):
+        begin = int(path.stem, 16)
+        commits_path = path.with_suffix(COMMITS_SUFFIX)
+        end, registers, first = _last_commit(commits_path, begin)
+        latest_registers = registers
+        if end == begin:
+            path.unlink(missing_ok=True)
+            commits_path.unlink(missing_ok=True)
+            continue
+        with open(path, "r+b") as f:
+            f.truncate(end - begin)
+            digest = hashlib.file_digest(f, "sha1").hexdigest()
+        fragment = Fragment(journal=journal, begin=begin, end=end, sum=digest, codec=codec)
+        found.append(RecoveredSpool(fragment, path, commits_path, registers, first))
+        log.info("recovered spool journal=%s begin=%d end=%d", journal, begin, end)
+    return found, latest_registers
+
+
+def _last_commit(commits_path: Path, begin: int) -> tuple[int, LabelSet, float | None]:
+    end, registers, first = begin, LabelSet(), None
+    try:
+        data = commits_path.read_bytes()
+    except FileNotFoundError:
+        return end, registers, first
+    for line in data.split(b"\n"):
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue  # a torn last line: that commit never completed.
+        end = record["end"]
+        registers = LabelSet.from_list(record.get("registers", []))
+        first = record.get("first_append_unix", first)
+    return end, registers, first

@@ -1,0 +1,100 @@
+"""A real broker process for tests: started on port 0, its address read back."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+
+READY_PREFIX = "herald broker listening on "
+START_DEADLINE_S = 30.0
+
+
+class BrokerProcess:
+    """``herald serve`` in a child process. ``start`` blocks until it prints its address."""
+
+    def __init__(self, data_dir: Path, file_root: Path | None = None, *extra_args: str,
+                 env: dict[str, str] | None = None):
+        self.data_dir = Path(data_dir)
+        self.file_root = Path(file_root) if file_root else self.data_dir / "fragments"
+        self.extra_args = list(extra_args)
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+        self.stderr_lines: list[str] = []
+
+    def start(self, port: int = 0) -> "BrokerProcess":
+        args = [sys.executable, "-m", "herald.cli.main", "serve", "--port", str(port),
+                "--data-dir", str(self.data_dir), "--file-root", str(self.file_root),
+                "--log.level", "info", *self.extra_args]
+        self.file_root.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **(self.env or {})}
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env, start_new_session=True)
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self.url = self._await_ready_line()
+        return self
+
+    def _drain_stderr(self) -> None:
+        assert self.proc and self.proc.stderr
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line)
+
+    def _await_ready_line(self) -> str:
+        """Read stdout until the ready line, failing after a deadline (no polling sleeps)."""
+        assert self.proc and self.proc.stdout
+        result: list[str] = []
+        reader = threading.Thread(target=lambda: result.append(self.proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(START_DEADLINE_S)
+        line = result[0] if result else ""
+        if not line.startswith(READY_PREFIX):
+            self.kill()
+            raise RuntimeError(f"broker did not start: {line!r}\n{''.join(self.stderr_lines[-30:])}")
+        return line[len(READY_PREFIX):].strip()
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    def kill(self) -> None:
+        """``kill -9``: no chance to persist or flush anything."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def terminate(self, timeout_s: float = 30) -> int:
+        """SIGTERM and wait; returns the exit code."""
+        assert self.proc
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout_s)
+
+    def restart(self, same_port: bool = True) -> "BrokerProcess":
+        port = self.port if same_port else 0
+        self.kill()
+        return self.start(port)
+
+    def client(self, **kw) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=kw.pop("timeout", 30), **kw)
+
+
+def journal_spec(name: str, **fragment) -> dict:
+    """A test JournalSpec as Gazette's YAML shape: file store, small fragments, SNAPPY."""
+    frag = {"length": 1 << 20, "compression_codec": "SNAPPY", "stores": ["file:///"],
+            "refresh_interval": "1m0s"}
+    frag.update(fragment)
+    labels = [{"name": "content-type", "value": "application/x-ndjson"}]
+    return {"name": name, "replication": 1, "labels": labels, "fragment": frag}
+
+
+def apply_specs(url: str, *specs: dict, expect_mod_revision: int = -1) -> int:
+    changes = [{"upsert": s, "expect_mod_revision": expect_mod_revision} for s in specs]
+    resp = httpx.post(f"{url}/v1/journals/apply", json={"changes": changes}, timeout=30)
+    resp.raise_for_status()
+    return resp.json()["revision"]

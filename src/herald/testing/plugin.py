@@ -1,0 +1,29 @@
+"""pytest plugin: real Herald processes as fixtures (load with ``-p herald.testing.plugin``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from herald.testing.broker import BrokerProcess
+
+
+@pytest.fixture
+def broker_factory(tmp_path):
+    """Make brokers over chosen data dirs / fragment roots; all are killed at the end."""
+    started: list[BrokerProcess] = []
+
+    def make(data_dir=None, file_root=None, *args: str, **kw) -> BrokerProcess:
+        proc = BrokerProcess(data_dir or tmp_path / f"data{len(started)}",
+                             file_root or tmp_path / "fragments", *args, **kw)
+        started.append(proc)
+        return proc.start()
+
+    yield make
+    for proc in started:
+        proc.kill()
+
+
+@pytest.fixture
+def broker(broker_factory) -> BrokerProcess:
+    """One embedded broker on a free loopback port, in a temp data dir."""
+    return broker_factory()
