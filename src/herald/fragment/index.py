@@ -37,11 +37,11 @@ class Index:
 
     @property
     def end_offset(self) -> int:
-        return self._set.end_offset if len(self._set) else 0
+        return self._set.end_offset
 
     @property
     def begin_offset(self) -> int:
-        return self._set.begin_offset if len(self._set) else 0
+        return self._set.begin_offset
 
     def fragments(self) -> list[Fragment]:
         return list(self._set)
@@ -79,11 +79,10 @@ class Index:
         pruned range and jumping over it at once is safe (Gazette waits 6 h for
         uploads racing in from other replicas).
         """
-        for fragment in self._set:
-            if fragment.end <= offset:
-                continue
-            start = max(offset, fragment.begin)
-            local = self._local.get(fragment.begin)
-            path = local[1] if local and local[0] >= fragment.end else None
-            return Located(start, fragment, path)
-        return None
+        at, _covered = self._set.longest_overlapping(offset)
+        if at == len(self._set):
+            return None
+        fragment = self._set[at]
+        local = self._local.get(fragment.begin)
+        path = local[1] if local and local[0] >= fragment.end else None
+        return Located(max(offset, fragment.begin), fragment, path)

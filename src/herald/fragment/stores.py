@@ -1,0 +1,309 @@
+"""Fragment stores: where persisted fragments live (gazette-facts §4.6), over fsspec.
+
+This is the one module that touches fsspec. A store is named by a URL whose path
+ends in ``/``; fragment files sit under it at their content path
+(``<journal>/<begin>-<end>-<sum><ext>``):
+
+- ``file:///sub/`` — a directory under the broker's file root (``file:///`` is the
+  root itself). Writes are atomic: temp file, fsync, rename.
+- ``s3://bucket/prefix/?endpoint=&region=&profile=&ACL=&storageClass=&SSE=&SSEKMSKeyId=``
+  — an explicit endpoint (MinIO and friends) selects path-style addressing.
+- ``gs://bucket/prefix/`` and ``az://container/prefix/?account=``.
+
+Cloud backends (s3fs, gcsfs, adlfs) are imported only when such a URL is opened.
+Query argument names match case-insensitively, as Gazette; unknown ones are rejected.
+
+    >>> store = open_store("file:///", file_root="/var/lib/herald/fragments")
+    >>> store.list("a/journal/")  # [(relative path, mod time in unix seconds)]
+    []
+
+Every method blocks on I/O: broker code calls them from an executor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import importlib
+import logging
+import os
+import posixpath
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, BinaryIO
+from urllib.parse import parse_qsl, urlsplit
+
+import fsspec
+
+from herald.protocol.errors import ValidationError
+from herald.protocol.fragment import Fragment, parse_content_path
+
+__all__ = [
+    "FileStore",
+    "Store",
+    "list_fragments",
+    "open_store",
+]
+
+log = logging.getLogger(__name__)
+
+_TEMP_PREFIX = ".herald-put-"
+_COPY_CHUNK_BYTES = 1 << 20
+
+
+class Store:
+    """A fragment store rooted at ``root`` (an fsspec path without protocol).
+
+    Paths passed to methods are relative to the store URL and must not escape it.
+    """
+
+    def __init__(self, url: str, fs: Any, root: str) -> None:
+        self._url = url
+        self._fs = fs
+        self._root = root.rstrip("/")
+
+    @property
+    def url(self) -> str:
+        """The store URL, as configured (fragments record it as their ``store``)."""
+        return self._url
+
+    def put(self, relative_path: str, local_path: str | os.PathLike) -> None:
+        """Upload ``local_path``; an object store makes it visible whole or not at all."""
+        self._fs.put_file(os.fspath(local_path), self._path(relative_path))
+
+    def exists(self, relative_path: str) -> bool:
+        return bool(self._fs.exists(self._path(relative_path)))
+
+    def open(self, relative_path: str) -> BinaryIO:
+        """A binary file of the raw (still compressed) stored bytes; close it."""
+        return self._fs.open(self._path(relative_path), "rb")
+
+    def get(self, relative_path: str) -> bytes:
+        """The raw (still compressed) stored bytes. Raises FileNotFoundError."""
+        return bytes(self._fs.cat_file(self._path(relative_path)))
+
+    def mod_time(self, relative_path: str) -> float:
+        """The stored object's modification time, unix seconds, as `list` reports it."""
+        return _mod_time(self._fs.info(self._path(relative_path)))
+
+    def list(self, prefix: str = "") -> list[tuple[str, float]]:
+        """Every file under ``prefix`` (recursive) as ``(path relative to prefix,
+        mod time)``, sorted. ``prefix`` is "" or ends in "/", so listing ``a/b/``
+        never matches ``a/bc``."""
+        _check_prefix(prefix)
+        base = self._path(prefix[:-1]) if prefix else self._root
+        found = self._fs.find(base.rstrip("/"), detail=True)
+        start = len(self._fs._strip_protocol(base).rstrip("/")) + 1
+        out = [(name[start:], _mod_time(info))
+               for name, info in found.items() if info.get("type") != "directory"]
+        return sorted(entry for entry in out if self._is_listed(entry[0]))
+
+    def remove(self, relative_path: str) -> None:
+        """Delete one file. Raises FileNotFoundError if it is not there."""
+        self._fs.rm_file(self._path(relative_path))
+
+    def sign_get(self, relative_path: str, ttl_s: float) -> str:
+        """A URL anyone can GET for ``ttl_s`` seconds (read offload, gazette-facts §4.8)."""
+        return self._fs.sign(self._path(relative_path), expiration=int(ttl_s))
+
+    def _is_listed(self, relative_path: str) -> bool:
+        return True
+
+    def _path(self, relative_path: str) -> str:
+        _check_relative(relative_path)
+        return f"{self._root}/{relative_path}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._url!r})"
+
+
+class FileStore(Store):
+    """A directory on local disk; ``put`` is atomic and durable."""
+
+    def put(self, relative_path: str, local_path: str | os.PathLike) -> None:
+        """Copy to a temp file in the target directory, fsync, rename, fsync the
+        directory: a crash leaves the old state or the whole new file, never a part."""
+        destination = self._path(relative_path)
+        directory = os.path.dirname(destination)
+        os.makedirs(directory, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX)
+        try:
+            with os.fdopen(fd, "wb") as out, open(local_path, "rb") as src:
+                shutil.copyfileobj(src, out, _COPY_CHUNK_BYTES)
+                out.flush()
+                os.fchmod(out.fileno(), 0o644)
+                os.fsync(out.fileno())
+            os.replace(temp, destination)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+            raise
+        _fsync_directory(directory)
+
+    def sign_get(self, relative_path: str, ttl_s: float) -> str:
+        """A ``file://`` URL of the absolute path: readable by whoever shares the disk."""
+        return Path(self._path(relative_path)).as_uri()
+
+    def _is_listed(self, relative_path: str) -> bool:
+        # Hide our own in-flight puts.
+        return not posixpath.basename(relative_path).startswith(_TEMP_PREFIX)
+
+
+def open_store(url: str, file_root: str | os.PathLike, *, field: str = "store") -> Store:
+    """Open the store named by ``url``; ``field`` names it in errors
+    (``fragment.stores[0]``). Raises `ValidationError` for a malformed URL, an
+    unknown query argument, or a missing backend package."""
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or not parts.scheme or not parts.path.endswith("/"):
+        raise ValidationError(field, f"store URL must be absolute with a path ending in '/' ({url!r})")
+    if ".." in parts.path.split("/") or "//" in parts.path:
+        raise ValidationError(field, f"store URL path must be clean ({url!r})")
+    opener = _OPENERS.get(parts.scheme.lower())
+    if opener is None:
+        raise ValidationError(field, f"unsupported scheme {parts.scheme!r} ({url!r}); use file, s3, gs or az")
+    if parts.scheme.lower() != "file" and not parts.netloc:
+        raise ValidationError(field, f"store URL needs a bucket ({url!r})")
+    args = _query_args(url, parts.query, _ALLOWED_ARGS[parts.scheme.lower()], field)
+    return opener(url, parts, args, os.fspath(file_root), field)
+
+
+def list_fragments(store: Store, journal: str, *, with_postfixes: bool = False) -> list[Fragment]:
+    """The fragments of ``journal`` in ``store``, with ``store`` and ``mod_time`` set.
+
+    Files in subdirectories of the journal's directory are skipped unless
+    ``with_postfixes``: Herald writes no path postfixes, and such files are usually
+    another journal's (``a/b/c``'s fragments live under ``a/b/``). Files that are
+    not fragment names are skipped with a warning. Blocks on the store listing.
+    """
+    fragments = []
+    for relative_path, mod_time in store.list(journal + "/"):
+        if not with_postfixes and "/" in relative_path:
+            continue
+        try:
+            fragment = parse_content_path(journal, relative_path)
+        except ValidationError as err:
+            log.warning("store=%s journal=%s skipping %r: %s", store.url, journal, relative_path, err)
+            continue
+        fragments.append(replace(fragment, store=store.url, mod_time=mod_time))
+    return fragments
+
+
+# --- URL handling -----------------------------------------------------------------
+
+
+_ALLOWED_ARGS: Mapping[str, Mapping[str, str]] = {
+    # Lower-cased query name -> our keyword.
+    "file": {},
+    "s3": {
+        "endpoint": "endpoint",
+        "region": "region",
+        "profile": "profile",
+        "acl": "ACL",
+        "storageclass": "StorageClass",
+        "sse": "ServerSideEncryption",
+        "ssekmskeyid": "SSEKMSKeyId",
+    },
+    "gs": {},
+    "az": {"account": "account"},
+}
+
+
+def _query_args(url: str, query: str, allowed: Mapping[str, str], field: str) -> dict[str, str]:
+    args = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        key = allowed.get(name.lower())
+        if key is None:
+            raise ValidationError(field, f"unknown query argument {name!r} in store URL {url!r}")
+        args[key] = value
+    return args
+
+
+def _open_file(url: str, parts: Any, args: dict, file_root: str, field: str) -> Store:
+    if parts.netloc:
+        raise ValidationError(field, f"file store URLs have no host: file:///path/ ({url!r})")
+    root = os.path.join(os.path.abspath(file_root), parts.path.strip("/"))
+    return FileStore(url, fsspec.filesystem("file"), root.rstrip("/") or "/")
+
+
+def _open_s3(url: str, parts: Any, args: dict, file_root: str, field: str) -> Store:
+    s3fs = _import_backend("s3fs", url, field)
+    client: dict[str, Any] = {}
+    config: dict[str, Any] = {}
+    if args.get("endpoint"):
+        client["endpoint_url"] = args["endpoint"]
+        config["s3"] = {"addressing_style": "path"}  # Explicit endpoints are MinIO-like.
+    if args.get("region"):
+        client["region_name"] = args["region"]
+    extra = {k: v for k, v in args.items() if k[0].isupper() and v}
+    kwargs: dict[str, Any] = {"client_kwargs": client, "config_kwargs": config, "s3_additional_kwargs": extra}
+    if args.get("profile"):
+        kwargs["profile"] = args["profile"]
+    return Store(url, s3fs.S3FileSystem(**kwargs), parts.netloc + parts.path)
+
+
+def _open_gs(url: str, parts: Any, args: dict, file_root: str, field: str) -> Store:
+    gcsfs = _import_backend("gcsfs", url, field)
+    return Store(url, gcsfs.GCSFileSystem(), parts.netloc + parts.path)
+
+
+def _open_az(url: str, parts: Any, args: dict, file_root: str, field: str) -> Store:
+    adlfs = _import_backend("adlfs", url, field)
+    kwargs = {"account_name": args["account"]} if args.get("account") else {}
+    return Store(url, adlfs.AzureBlobFileSystem(**kwargs), parts.netloc + parts.path)
+
+
+_OPENERS: Mapping[str, Callable[..., Store]] = {
+    "file": _open_file,
+    "s3": _open_s3,
+    "gs": _open_gs,
+    "az": _open_az,
+}
+
+
+def _import_backend(package: str, url: str, field: str) -> Any:
+    try:
+        return importlib.import_module(package)
+    except ImportError:
+        raise ValidationError(field, f"store {url!r} needs the {package} package (pip install {package})") from None
+
+
+# --- helpers ----------------------------------------------------------------------
+
+
+def _check_relative(path: str) -> None:
+    """Refuse paths that could leave the store root (journal names are already
+    validated; this guards everything else)."""
+    if not path or path.startswith("/") or any(p in ("", ".", "..") for p in path.split("/")):
+        raise ValidationError("path", f"{path!r} is not a clean relative path")
+
+
+def _check_prefix(prefix: str) -> None:
+    if prefix and not prefix.endswith("/"):
+        raise ValidationError("prefix", f"{prefix!r} must be empty or end in '/'")
+    if prefix:
+        _check_relative(prefix[:-1])
+
+
+def _mod_time(info: Mapping[str, Any]) -> float:
+    """fsspec backends disagree on the key and type of a file's modification time."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if isinstance(value, dt.datetime):
+            return value.timestamp()
+        if isinstance(value, str):
+            return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        return float(value)
+    return 0.0
+
+
+def _fsync_directory(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,62 @@
+"""Persisting spools: compress, upload once, and find the same fragment by listing [I-FRAG-1]."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from herald.fragment.codecs import decompress
+from herald.fragment.persister import persist
+from herald.fragment.stores import list_fragments, open_store
+from herald.protocol.fragment import Fragment
+from herald.protocol.journal import CompressionCodec
+
+JOURNAL = "ab/journal"
+CODECS = [c for c in CompressionCodec if c is not CompressionCodec.INVALID]
+
+
+def spool(tmp_path: Path, data: bytes, begin: int = 100, codec=CompressionCodec.NONE) -> tuple[Fragment, Path]:
+    path = tmp_path / "spools" / f"{begin:016x}.spool"
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    fragment = Fragment(JOURNAL, begin, begin + len(data), hashlib.sha1(data).hexdigest(), codec)
+    return fragment, path
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_persisted_fragment_is_listed_back_identically(tmp_path: Path, codec: CompressionCodec) -> None:
+    store = open_store("file:///frags/", tmp_path)
+    data = os.urandom(64) * 5000
+    fragment, path = spool(tmp_path, data)
+    persisted = persist(store, fragment, path, codec)
+    assert persisted.store == "file:///" + "frags/" and persisted.mod_time > 0
+    assert persisted.codec is codec and persisted.sum == fragment.sum
+    assert list_fragments(store, JOURNAL) == [persisted]
+    assert decompress(store.get(persisted.content_path), codec) == data
+
+
+def test_persist_defaults_to_the_fragments_codec(tmp_path: Path) -> None:
+    store = open_store("file:///", tmp_path / "store")
+    fragment, path = spool(tmp_path, b"hello", codec=CompressionCodec.SNAPPY)
+    assert persist(store, fragment, path).content_name.endswith(".sz")
+
+
+def test_persist_skips_upload_when_the_name_already_exists(tmp_path: Path) -> None:
+    # Same content name means same bytes: a second replica's persist is a no-op.
+    store = open_store("file:///", tmp_path / "store")
+    fragment, path = spool(tmp_path, b"journal bytes", codec=CompressionCodec.GZIP)
+    first = persist(store, fragment, path)
+    path.write_bytes(b"something else")  # Would change the stored file if re-uploaded.
+    second = persist(store, fragment, path)
+    assert second == first
+    assert decompress(store.get(first.content_path), CompressionCodec.GZIP) == b"journal bytes"
+
+
+def test_persist_leaves_no_temp_files_beside_the_spool(tmp_path: Path) -> None:
+    store = open_store("file:///", tmp_path / "store")
+    fragment, path = spool(tmp_path, b"x" * 1000, codec=CompressionCodec.ZSTANDARD)
+    persist(store, fragment, path)
+    assert os.listdir(path.parent) == [path.name]
