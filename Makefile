@@ -18,9 +18,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[spark,test]'
 	touch $(STAMP)
 
-# Java runs Spark. apt-get only when the tool is missing, so a ready machine is untouched.
+# Java runs Spark; etcd runs cluster tests. apt-get only what is missing.
 system-deps:
-	@command -v java >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jre-headless; }
+	@missing=""; \
+	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
+	command -v etcd >/dev/null || missing="$$missing etcd-server"; \
+	if [ -n "$$missing" ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
 
 demo: install
 	$(BIN)/python -m herald.demo

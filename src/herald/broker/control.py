@@ -11,7 +11,7 @@ import time
 import orjson
 from aiohttp import web
 
-from herald.broker.gateway import append_from_request
+from herald.broker.gateway import append_from_request, local_or_proxy, register_headers
 from herald.broker.service import Broker
 from herald.keyspace.base import Change, Entry
 from herald.protocol.errors import ValidationError
@@ -23,6 +23,7 @@ DEFAULT_PAGE = 1_000
 
 
 async def json_body(request: web.Request) -> dict:
+    """The request's JSON object (400 naming ``body`` otherwise)."""
     raw = await request.read()
     if not raw:
         return {}
@@ -51,8 +52,7 @@ def parse_selector(text) -> LabelSelector:
 def entry_dict(broker: Broker, entry: Entry) -> dict:
     return {"spec": entry.spec.to_dict(), "mod_revision": entry.mod_revision,
             "create_revision": entry.create_revision,
-            "route": {"members": [{"zone": "local", "suffix": "embedded"}], "primary": 0,
-                      "endpoints": [broker.endpoint]}}
+            "route": broker.route(entry.spec.name).to_dict()}
 
 
 def matching(broker: Broker, selector: LabelSelector) -> list[Entry]:
@@ -94,7 +94,7 @@ async def handle_apply(request: web.Request) -> web.Response:
     if not isinstance(raw, list) or not raw:
         raise ValidationError("changes", "must be a non-empty list")
     changes = [Change.from_dict(c, f"changes[{i}]") for i, c in enumerate(raw)]
-    revision = broker.keyspace.apply(changes)
+    revision = await broker.keyspace.apply(changes)
     await broker.sync_journals()
     return json_response({"revision": revision})
 
@@ -103,7 +103,9 @@ async def handle_fragments(request: web.Request) -> web.Response:
     """A page of a journal's fragments, with signed URLs when ``signature_ttl`` is set."""
     broker: Broker = request.app["broker"]
     body = await json_body(request)
-    journal = broker.resolve(_str(body, "journal"))
+    journal = await local_or_proxy(request, _str(body, "journal"), False, await request.read())
+    if isinstance(journal, web.StreamResponse):
+        return journal
     begin_mod, end_mod = _num(body, "begin_mod_time", 0), _num(body, "end_mod_time", 0)
     token = int(_num(body, "next_page_token", 0))
     limit = int(_num(body, "page_limit", DEFAULT_PAGE))
@@ -139,7 +141,11 @@ async def handle_append(request: web.Request) -> web.Response:
             raise ValidationError(key, "unknown query parameter")
     name = request.query.get("journal", "")
     validate_journal_name(name, field="journal")
-    result = await append_from_request(broker, request, name)
+    register_headers(request.headers)
+    journal = await local_or_proxy(request, name, need_primary=True)
+    if isinstance(journal, web.StreamResponse):
+        return journal
+    result = await append_from_request(broker, request, journal)
     return json_response({"commit": {"journal": name, "begin": result.begin, "end": result.end,
                                      "sum": result.sha1_hex},
                           "registers": result.registers.to_list(),
@@ -154,11 +160,32 @@ async def handle_prune(request: web.Request) -> web.Response:
     """
     broker: Broker = request.app["broker"]
     body = await json_body(request)
-    journal = broker.resolve(_str(body, "journal"))
+    journal = await local_or_proxy(request, _str(body, "journal"), True, await request.read())
+    if isinstance(journal, web.StreamResponse):
+        return journal
     dry_run = bool(body.get("dry_run", False))
     now = _num(body, "now", 0) or time.time()
     removed = await journal.prune(now, dry_run)
     return json_response({"removed": [f.to_dict() for f in removed], "dry_run": dry_run})
+
+
+async def handle_members(request: web.Request) -> web.Response:
+    """The brokers of the cluster, their zones, and how many journals each serves."""
+    broker: Broker = request.app["broker"]
+    await json_body(request)
+    if not broker.is_cluster:
+        members = {broker.member_id: broker.endpoint}
+    else:
+        members = {m: spec.endpoint for m, spec in broker.keyspace.members().items()}
+    primaries, replicas = {m: 0 for m in members}, {m: 0 for m in members}
+    for name in broker.keyspace.entries():
+        route = broker.route(name)
+        for i, member in enumerate(route.members):
+            if member in members:
+                (primaries if i == route.primary else replicas)[member] += 1
+    return json_response({"members": [
+        {"zone": m.zone, "suffix": m.suffix, "endpoint": members[m], "primary_journals": primaries[m],
+         "replica_journals": replicas[m]} for m in sorted(members)]})
 
 
 def _str(body: dict, key: str) -> str:
@@ -181,4 +208,5 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/journals/fragments", handle_fragments)
     app.router.add_post("/v1/journals/append", handle_append)
     app.router.add_post("/v1/journals/prune", handle_prune)
+    app.router.add_post("/v1/members/list", handle_members)
 

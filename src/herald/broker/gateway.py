@@ -18,7 +18,9 @@ from herald.broker.journal import AppendResult, Journal
 from herald.broker.metrics import METRICS
 from herald.broker.read import stream
 from herald.broker.service import Broker
-from herald.protocol.errors import HeraldError, OffsetNotYetAvailableError, Status, ValidationError
+from herald.broker.proxy import forward, is_proxied
+from herald.protocol.errors import (HeraldError, JournalNotFoundError, OffsetNotYetAvailableError,
+                                    Status, ValidationError)
 from herald.protocol.journal import JournalFlags, validate_journal_name
 from herald.protocol.labels import LabelSelector, LabelSet
 
@@ -33,6 +35,28 @@ def journal_name(request: web.Request) -> str:
     name = unquote(request.raw_path.split("?", 1)[0][1:])
     validate_journal_name(name, field="journal")
     return name
+
+
+async def local_or_proxy(request: web.Request, name: str, need_primary: bool,
+                         body: bytes | None = None):
+    """The local journal to serve ``name``, or the proxied response from the broker
+    that serves it (cluster mode). Raises JOURNAL_NOT_FOUND for unknown journals."""
+    broker: Broker = request.app["broker"]
+    journal = broker.local_journal(name, need_primary)
+    if journal is not None:
+        return journal
+    if is_proxied(request):
+        status = Status.NOT_JOURNAL_PRIMARY_BROKER if need_primary else Status.NOT_JOURNAL_BROKER
+        if broker.keyspace.get(name) is None:
+            raise JournalNotFoundError(name)
+        raise HeraldError(status, f"this broker does not serve {name} (route changed); retry")
+    target = await broker.route_target(name, need_primary)
+    if target:
+        return await forward(request, target, broker.session, body)
+    journal = broker.local_journal(name, need_primary)
+    if journal is None:
+        raise HeraldError(Status.NOT_JOURNAL_BROKER, f"no broker serves {name} yet; retry")
+    return journal
 
 
 def int_param(request: web.Request, key: str, default: int, minimum: int) -> int:
@@ -101,9 +125,9 @@ def writable(journal: Journal) -> Journal:
     return journal
 
 
-async def append_from_request(broker: Broker, request: web.Request, name: str) -> AppendResult:
+async def append_from_request(broker: Broker, request: web.Request, journal: Journal) -> AppendResult:
     """Validate everything, then read the body, then append: bad input writes nothing."""
-    journal = writable(broker.resolve(name))
+    writable(journal)
     check, union, subtract = register_headers(request.headers)
     content = await read_body(request, broker.settings.max_append_bytes)
     started = time.perf_counter()
@@ -126,7 +150,11 @@ async def handle_put(request: web.Request) -> web.Response:
     broker: Broker = request.app["broker"]
     name = journal_name(request)
     reject_unknown_params(request, set())
-    result = await append_from_request(broker, request, name)
+    register_headers(request.headers)  # bad headers are a 400 here, before any proxying
+    journal = await local_or_proxy(request, name, need_primary=True)
+    if isinstance(journal, web.StreamResponse):
+        return journal
+    result = await append_from_request(broker, request, journal)
     return web.Response(status=204, headers=commit_headers(result))
 
 
@@ -157,8 +185,8 @@ def read_headers(broker: Broker, journal: Journal, offset: int) -> dict[str, str
     return headers
 
 
-def read_request(request: web.Request) -> tuple[Journal, int, bool, int]:
-    broker: Broker = request.app["broker"]
+async def read_request(request: web.Request):
+    """Parse and route a read: ``(journal, offset, block, end_offset)`` or a proxied response."""
     name = journal_name(request)
     reject_unknown_params(request, READ_PARAMS)
     offset = int_param(request, "offset", 0, -1)
@@ -166,22 +194,31 @@ def read_request(request: web.Request) -> tuple[Journal, int, bool, int]:
     block = bool_param(request, "block")
     if end_offset and offset > end_offset:
         raise ValidationError("end_offset", "must be 0 or ≥ offset")
-    journal = readable(broker.resolve(name))
+    journal = await local_or_proxy(request, name, need_primary=False)
+    if isinstance(journal, web.StreamResponse):
+        return journal
+    readable(journal)
     if offset == -1:
         offset = journal.write_head
     return journal, offset, block, end_offset
 
 
-async def handle_head(request: web.Request) -> web.Response:
+async def handle_head(request: web.Request) -> web.StreamResponse:
     broker: Broker = request.app["broker"]
-    journal, offset, _block, _end = read_request(request)
+    routed = await read_request(request)
+    if isinstance(routed, web.StreamResponse):
+        return routed
+    journal, offset, _block, _end = routed
     return web.Response(status=200, headers=read_headers(broker, journal, offset))
 
 
 async def handle_get(request: web.Request) -> web.StreamResponse:
     """Stream committed content from ``offset``; 416 if nothing is there and not blocking."""
     broker: Broker = request.app["broker"]
-    journal, offset, block, end_offset = read_request(request)
+    routed = await read_request(request)
+    if isinstance(routed, web.StreamResponse):
+        return routed
+    journal, offset, block, end_offset = routed
     if not block and journal.locate(offset) is None:
         raise OffsetNotYetAvailableError(
             f"offset {offset} is not yet available (write head is {journal.write_head})",
@@ -203,4 +240,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_route("HEAD", "/{journal:.+}", handle_head)
 
 
-__all__ = ["add_routes", "append_from_request", "commit_headers", "register_headers"]
+__all__ = ["add_routes", "append_from_request", "commit_headers", "local_or_proxy", "register_headers"]

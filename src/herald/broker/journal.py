@@ -25,6 +25,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from herald.broker.metrics import METRICS
+from herald.fragment.health import health_of
 from herald.fragment.index import Index, Located
 from herald.fragment.persister import persist
 from herald.fragment.spool import Spool, recover_spools
@@ -82,6 +83,12 @@ class Journal:
         self._commit_event = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._closing = False
+        self._spool_lock = asyncio.Lock()  # one mutator of the spool at a time
+        self._refresh_now = asyncio.Event()
+        # Cluster role: a primary replicates through ``pipeline`` (None: embedded or a
+        # peerset of one); a non-primary replica only takes replicated writes.
+        self.is_primary = True
+        self.pipeline = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -150,6 +157,11 @@ class Journal:
         assert self._spool is not None
         return self._spool.end
 
+    def spool_position(self) -> tuple[int, int, LabelSet]:
+        """The current spool's begin, end (= write head) and registers."""
+        assert self._spool is not None
+        return self._spool.begin, self._spool.end, self._spool.registers
+
     @property
     def registers(self) -> LabelSet:
         assert self._spool is not None
@@ -166,8 +178,15 @@ class Journal:
         """
         if self._closing:
             raise HeraldError(Status.NOT_JOURNAL_BROKER, "broker is shutting down")
+        if not self.is_primary:
+            raise HeraldError(Status.NOT_JOURNAL_PRIMARY_BROKER,
+                              f"this broker is not the primary of {self.spec.name}")
         if (union or subtract) and not content:
             raise ValidationError("content", "register modification requires a non-empty append")
+        if self.stores:
+            # Spools must reach the first store; while it is down, refuse new bytes
+            # after a bounded wait (FRAGMENT_STORE_UNHEALTHY, gazette-facts §4.6).
+            await health_of(self.stores[0]).require_healthy()
         pending = _Pending(content, check, union, subtract, asyncio.get_running_loop().create_future())
         self._queue.put_nowait(pending)
         return await asyncio.shield(pending.future)
@@ -185,39 +204,44 @@ class Journal:
                 else:
                     self._queue.task_done()
             try:
-                self._maybe_roll(time.time())
-                if group:
-                    await self._commit_group(group)
+                async with self._spool_lock:
+                    await self._run_group(group)
             finally:
                 for _ in range(len(group) + (first is None)):
                     self._queue.task_done()
 
+    async def _run_group(self, group: list[_Pending]) -> None:
+        if not self.is_primary:
+            return  # only pulses reach here: appends to a non-primary are refused earlier
+        self._maybe_roll(time.time())
+        if self.pipeline is not None and not self.pipeline.synced:
+            try:
+                await self.pipeline.sync(self)
+            except HeraldError as err:
+                log.warning("journal=%s replication sync failed: %s", self.spec.name, err.message)
+                for pending in group:
+                    pending.future.set_exception(err)
+                return
+        if group:
+            await self._commit_group(group)
+
     async def _commit_group(self, group: list[_Pending]) -> None:
         spool = self._spool
         assert spool is not None
-        registers, accepted, contents = spool.registers, [], []
-        for pending in group:
-            if pending.check is not None and len(registers) and not pending.check.matches(registers):
-                pending.future.set_exception(RegisterMismatchError(
-                    f"registers {registers} do not match selector {pending.check}", registers))
-                continue
-            if pending.content and (pending.subtract or pending.union):
-                registers = registers.subtract(pending.subtract) if pending.subtract else registers
-                registers = pending.union.union(registers) if pending.union else registers
-            accepted.append((pending, registers))
-            contents.append(pending.content)
+        accepted, contents, registers = _check_registers(group, spool.registers)
         if not accepted:
             return
         mark = spool.mark()
         begin = spool.end
         try:
-            sums = await asyncio.get_running_loop().run_in_executor(
-                None, _write_and_sync, spool, contents, registers, time.time())
-        except OSError as err:
+            sums = await self._write_durably(spool, contents, registers)
+        except (OSError, HeraldError) as err:
             spool.rollback(mark)
-            log.error("journal=%s append sync failed: %s", self.spec.name, err)
+            log.error("journal=%s append failed, group rolled back: %s", self.spec.name, err)
+            failure = err if isinstance(err, HeraldError) else HeraldError(
+                Status.INTERNAL, f"spool write failed: {err}")
             for pending, _ in accepted:
-                pending.future.set_exception(HeraldError(Status.INTERNAL, f"spool write failed: {err}"))
+                pending.future.set_exception(failure)
             return
         fragment = spool.fragment()
         self.index.add_local(fragment, spool.path)
@@ -228,6 +252,33 @@ class Journal:
             end = begin + len(content)
             pending.future.set_result(AppendResult(begin, end, sha, regs, spool.end, fragment))
             begin = end
+
+    async def _write_durably(self, spool: Spool, contents: list[bytes], registers: LabelSet) -> list[str]:
+        """Write a group locally and, in a cluster, to every peer; commit when all have it.
+
+        Embedded: write + one fdatasync + commit record [I-APPEND-3]. With peers, the
+        local write+fdatasync and the peers' replication run concurrently; the local
+        commit record is written only once every peer acknowledged the same fragment
+        (same SHA1), so an append is acknowledged only when every replica has it.
+        """
+        loop = asyncio.get_running_loop()
+        now = time.time()
+        if self.pipeline is None:
+            return await loop.run_in_executor(None, _write_and_sync, spool, contents, registers, now)
+        fragment_begin, begin = spool.begin, spool.end
+        local = loop.run_in_executor(None, _write_and_sync_data, spool, contents)
+        remote = self.pipeline.replicate(fragment_begin, begin, b"".join(contents), registers)
+        results = await asyncio.gather(local, remote, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                self.pipeline.synced = False
+                raise result
+        sums, peer_sums = results
+        if any(peer != spool.pending_sha1_hex() for peer in peer_sums):
+            self.pipeline.synced = False
+            raise HeraldError(Status.PROPOSAL_MISMATCH, "a replica computed a different fragment")
+        await loop.run_in_executor(None, spool.commit, registers, now)
+        return sums
 
     def _wake_readers(self) -> None:
         event, self._commit_event = self._commit_event, asyncio.Event()
@@ -282,7 +333,9 @@ class Journal:
                 log.warning("journal=%s persist of %s to %s failed (retry in %ss): %s",
                             self.spec.name, done.fragment.content_name, store.url, delay, err)
                 attempt += 1
-                await asyncio.sleep(delay)
+                health = health_of(store)
+                health.poke()  # re-probe now: appends see the outage, and retry on recovery.
+                await health.wait_recovery(delay)
         self.index.add_remote(fragment)
         self.index.drop_local(done.fragment.begin)
         for path in (done.path, done.commits_path):
@@ -298,18 +351,84 @@ class Journal:
         return listing
 
     async def _refresh_loop(self) -> None:
+        """List the stores every refresh_interval, or at once when a hole needs filling."""
         while True:
-            await asyncio.sleep(self.spec.fragment.refresh_interval_s)
+            try:
+                await asyncio.wait_for(self._refresh_now.wait(), self.spec.fragment.refresh_interval_s)
+            except TimeoutError:
+                pass
+            self._refresh_now.clear()
             try:
                 self.index.replace_remote(await self._list_stores())
+                self._wake_readers()
             except OSError as err:
                 log.warning("journal=%s store listing failed: %s", self.spec.name, err)
+            if self.index.has_hole_below(self.write_head):
+                await asyncio.sleep(1.0)  # a peer is still persisting the range we lack
+                self._refresh_now.set()
+
+    def poke(self) -> None:
+        """Wake the append task with no append (to sync a new pipeline, or roll)."""
+        self._queue.put_nowait(None)
 
     async def _pulse_loop(self) -> None:
         """Wake the append task now and then so flush_interval rolls without traffic."""
         while True:
             await asyncio.sleep(max(1.0, min(60.0, self.spec.fragment.flush_interval_s or 60.0) / 4))
             self._queue.put_nowait(None)
+
+    # -- replication (cluster mode) ------------------------------------------------------
+
+    async def apply_replicated(self, fragment_begin: int, begin: int, content: bytes,
+                               registers: LabelSet) -> str:
+        """A peer's side of a primary's group commit; returns the fragment's SHA1.
+
+        The primary decides fragment boundaries: when it rolled, ``fragment_begin``
+        says so and this replica rolls too, so replicas write identical fragments.
+        """
+        async with self._spool_lock:
+            spool = self._spool
+            assert spool is not None
+            if spool.end != begin or fragment_begin not in (spool.begin, spool.end):
+                raise HeraldError(Status.PROPOSAL_MISMATCH,
+                                  f"replica of {self.spec.name} is at {spool.end}, not {begin}",
+                                  extra={"write_head": spool.end})
+            if fragment_begin != spool.begin:
+                self._roll()
+            spool = self._spool
+            await asyncio.get_running_loop().run_in_executor(
+                None, _write_and_sync, spool, [content], registers, time.time())
+            self.index.add_local(spool.fragment(), spool.path)
+            self._wake_readers()
+            return spool.fragment().sum
+
+    async def sync_to(self, end: int, registers: LabelSet, fragment_begin: int) -> tuple[int, LabelSet]:
+        """A peer's side of a pipeline sync: roll forward to ``end`` if behind.
+
+        A replica ahead of the primary answers with its own end and registers, and
+        the primary rolls forward to it (the most advanced replica wins).
+        """
+        async with self._spool_lock:
+            spool = self._spool
+            assert spool is not None
+            if spool.end < end:
+                self.roll_forward(end, registers)
+            elif spool.end == end and spool.begin != fragment_begin:
+                self._roll()
+            return self._spool.end, self._spool.registers  # type: ignore[union-attr]
+
+    def roll_forward(self, end: int, registers: LabelSet) -> None:
+        """Start a new spool at ``end`` (bytes before it come from another replica's
+        fragments, via the store). Callers hold the spool lock."""
+        self._roll()
+        empty = self._spool
+        assert empty is not None and empty.content_length == 0
+        if empty.end != end:
+            empty.remove_files()
+            self._spool = Spool(self.directory, self.spec.name, end,
+                                self.spec.fragment.compression_codec, registers)
+        self._refresh_now.set()
+        log.info("journal=%s rolled forward to %d", self.spec.name, end)
 
     async def prune(self, now_unix: float, dry_run: bool) -> list[Fragment]:
         """Delete persisted fragments whose age ≥ ``fragment.retention`` (≤ 0: none)."""
@@ -333,19 +452,47 @@ class Journal:
         """Where to read ``offset`` from, or None if it is at/after the write head."""
         if offset >= self.write_head:
             return None
-        return self.index.locate(offset)
+        return self.index.locate(offset, time.time())
 
     async def wait_for_commit(self) -> None:
         """Return once the next group commits (or the journal closes)."""
         await self._commit_event.wait()
 
 
-def _write_and_sync(spool: Spool, contents: list[bytes], registers: LabelSet,
-                    now_unix: float) -> list[str]:
-    """Write a group's bodies, fdatasync once, commit; per-body SHA1s (executor)."""
+def _check_registers(group: list[_Pending], registers: LabelSet):
+    """Sequentially check and apply each append's registers [I-REG-1].
+
+    Returns the accepted appends (each with the registers after it), their
+    contents, and the registers after the whole group. Rejected appends get their
+    REGISTER_MISMATCH at once and write nothing.
+    """
+    accepted, contents = [], []
+    for pending in group:
+        if pending.check is not None and len(registers) and not pending.check.matches(registers):
+            pending.future.set_exception(RegisterMismatchError(
+                f"registers {registers} do not match selector {pending.check}", registers))
+            continue
+        if pending.content and (pending.subtract or pending.union):
+            registers = registers.subtract(pending.subtract) if pending.subtract else registers
+            registers = pending.union.union(registers) if pending.union else registers
+        accepted.append((pending, registers))
+        contents.append(pending.content)
+    return accepted, contents, registers
+
+
+def _write_and_sync_data(spool: Spool, contents: list[bytes]) -> list[str]:
+    """Write a group's bodies and fdatasync them, uncommitted (executor)."""
     sums = []
     for content in contents:
         spool.write(content)
         sums.append(hashlib.sha1(content).hexdigest())
-    spool.sync(registers, now_unix)
+    spool.sync_data()
+    return sums
+
+
+def _write_and_sync(spool: Spool, contents: list[bytes], registers: LabelSet,
+                    now_unix: float) -> list[str]:
+    """Write a group's bodies, fdatasync once, commit; per-body SHA1s (executor)."""
+    sums = _write_and_sync_data(spool, contents)
+    spool.commit(registers, now_unix)
     return sums

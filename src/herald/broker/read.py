@@ -71,7 +71,10 @@ async def _fragment_chunks(journal: Journal, located: Located, limit: int) -> As
                 return
             finally:
                 os.close(fd)
-    fragment = journal.index.locate(located.offset).fragment  # type: ignore[union-attr]
+    relocated = journal.locate(located.offset)
+    if relocated is None:
+        return
+    fragment = relocated.fragment
     store = _store_of(journal, fragment.store)
     loop = asyncio.get_running_loop()
     chunks = _remote_chunks(store, fragment, located.offset, limit)

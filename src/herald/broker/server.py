@@ -16,7 +16,7 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from herald.broker import control, gateway
+from herald.broker import control, gateway, replication
 from herald.broker.service import Broker
 from herald.broker.settings import BrokerSettings
 from herald.protocol.errors import HeraldError, Status
@@ -68,6 +68,7 @@ def make_app(broker: Broker) -> web.Application:
     app["broker"] = broker
     app.router.add_get("/debug/metrics", handle_metrics)
     control.add_routes(app)
+    replication.add_routes(app)
     gateway.add_routes(app)
     return app
 

@@ -1,28 +1,39 @@
-"""The broker process: keyspace, the journals it serves, and its HTTP server.
+"""The broker process: keyspace, the journals it serves, routing, and its HTTP server.
 
-Embedded mode (no etcd) is a cluster of one: the local keyspace holds specs and
-this broker is primary for every journal. Lifecycle: ``start`` opens every
-journal and binds; ``stop`` (SIGTERM) stops accepting, finishes in-flight appends,
-rolls and persists spools, and returns.
+Embedded mode (no ``--etcd``) is a cluster of one: the local keyspace holds specs
+and this broker is primary for every journal. Cluster mode mirrors etcd, announces
+this broker as a member under a lease, runs the allocator, and serves the journals
+assigned to it: as primary (appends, replicated to its peers) or as a replica
+(replicated writes and reads). Requests for anything else are proxied.
+
+Lifecycle: ``start`` opens journals and binds; ``stop`` (SIGTERM) stops accepting,
+ends blocking reads, finishes in-flight appends, rolls and persists spools, and
+(in a cluster) revokes its lease so its journals move at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import socket
 
+import aiohttp
 from aiohttp import web
 
 from herald.broker.journal import Journal
+from herald.broker.replication import Pipeline
 from herald.broker.settings import BrokerSettings
 from herald.fragment.stores import Store, open_store
 from herald.keyspace.base import Entry
 from herald.keyspace.local import LocalKeySpace
-from herald.protocol.errors import JournalNotFoundError
+from herald.keyspace.routes import Member, MemberId, Route
+from herald.protocol.errors import HeraldError, JournalNotFoundError, Status
 from herald.protocol.journal import JournalSpec
 
 log = logging.getLogger(__name__)
+
+ROUTE_WAIT_S = 5.0
 
 
 class Broker:
@@ -30,15 +41,21 @@ class Broker:
 
     def __init__(self, settings: BrokerSettings):
         self.settings = settings
-        self.keyspace = LocalKeySpace(settings.data_dir)
+        self.member_id = MemberId(settings.zone, settings.id or secrets.token_hex(4))
+        self.keyspace = LocalKeySpace(settings.data_dir) if not settings.etcd else None
         self.journals: dict[str, Journal] = {}
         self.stopping = asyncio.Event()
         self.endpoint = ""
+        self.session: aiohttp.ClientSession | None = None
         self._stores: dict[str, Store] = {}
         self._sync_lock = asyncio.Lock()
         self._keyspace_changed = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
         self._runner: web.AppRunner | None = None
-        self.keyspace.on_change(lambda _rev: self._signal_keyspace_change())
+
+    @property
+    def is_cluster(self) -> bool:
+        return self.settings.etcd is not None
 
     # -- keyspace → journals -------------------------------------------------------------
 
@@ -47,7 +64,7 @@ class Broker:
         event.set()
 
     async def wait_keyspace_change(self) -> None:
-        """Return after the next apply (list watches await this)."""
+        """Return after the next keyspace change (list watches await this)."""
         await self._keyspace_changed.wait()
 
     def stores_for(self, spec: JournalSpec) -> list[Store]:
@@ -58,27 +75,86 @@ class Broker:
             stores.append(self._stores[url])
         return stores
 
+    def route(self, name: str) -> Route:
+        """Who serves ``name``: this broker alone (embedded) or its assigned peerset."""
+        if not self.is_cluster:
+            return Route((self.member_id,), 0, (self.endpoint,))
+        return self.keyspace.route(name)
+
     async def sync_journals(self) -> None:
-        """Open journals new to the keyspace, update changed ones, close deleted ones."""
+        """Serve exactly the journals assigned here, each in its current role."""
         async with self._sync_lock:
             entries = self.keyspace.entries()
             for name, entry in entries.items():
-                await self._open_or_update(name, entry)
-            for name in [n for n in self.journals if n not in entries]:
+                route = self.route(name)
+                if self.member_id in route.members:
+                    await self._serve(name, entry, route)
+            for name in [n for n in self.journals
+                         if n not in entries or self.member_id not in self.route(n).members]:
                 journal = self.journals.pop(name)
                 await journal.close()
-                log.info("stopped serving deleted journal=%s", name)
+                log.info("stopped serving journal=%s", name)
 
-    async def _open_or_update(self, name: str, entry: Entry) -> None:
+    async def _serve(self, name: str, entry: Entry, route: Route) -> None:
         journal = self.journals.get(name)
         stores = self.stores_for(entry.spec)
         if journal is None:
-            self.journals[name] = await Journal.open(entry.spec, self.settings.data_dir, stores)
-            log.info("serving journal=%s write_head=%d", name, self.journals[name].write_head)
+            journal = self.journals[name] = await Journal.open(entry.spec, self.settings.data_dir, stores)
+            log.info("serving journal=%s write_head=%d", name, journal.write_head)
         elif journal.spec != entry.spec:
             journal.update_spec(entry.spec, stores)
+        self._set_role(journal, route)
+
+    def _set_role(self, journal: Journal, route: Route) -> None:
+        """Primary or replica; a primary whose peerset changed gets a fresh pipeline."""
+        journal.is_primary = route.primary_member == self.member_id
+        peers = [e for m, e in zip(route.members, route.endpoints) if m != self.member_id]
+        old = journal.pipeline
+        if not journal.is_primary or not peers:
+            journal.pipeline = None
+        elif old is None or old.peers != peers:
+            name = journal.spec.name
+            journal.pipeline = Pipeline(name, peers, self.session, lambda: self._advertise(name))
+            journal.poke()  # sync the new peerset now, without waiting for an append
+
+    async def _advertise(self, name: str) -> None:
+        """Write the route into every assignment of ``name`` (marks it consistent)."""
+        if self.is_cluster:
+            await self.keyspace.advertise(name, self.route(name))
+
+    # -- routing ---------------------------------------------------------------------------
+
+    def local_journal(self, name: str, need_primary: bool) -> Journal | None:
+        """The local replica able to serve, or None when the request must go elsewhere."""
+        journal = self.journals.get(name)
+        if journal is None or (need_primary and not journal.is_primary):
+            return None
+        return journal
+
+    async def route_target(self, name: str, need_primary: bool) -> str:
+        """The endpoint to proxy to; waits briefly for the allocator, else fails clearly."""
+        if self.keyspace.get(name) is None:
+            raise JournalNotFoundError(name)
+        deadline = asyncio.get_running_loop().time() + ROUTE_WAIT_S
+        while True:
+            route = self.route(name)
+            endpoint = route.primary_endpoint if need_primary else (
+                route.primary_endpoint or (route.endpoints[0] if route.endpoints else None))
+            if endpoint and endpoint != self.endpoint:
+                return endpoint
+            if asyncio.get_running_loop().time() > deadline:
+                status = Status.NO_JOURNAL_PRIMARY_BROKER if route.members else Status.INSUFFICIENT_JOURNAL_BROKERS
+                raise HeraldError(status, f"no broker can serve {name} yet; retry")
+            try:
+                await asyncio.wait_for(self.wait_keyspace_change(), ROUTE_WAIT_S)
+            except TimeoutError:
+                pass
+            await self.sync_journals()
+            if self.local_journal(name, need_primary) is not None:
+                return ""
 
     def resolve(self, name: str) -> Journal:
+        """The local journal (embedded mode, and control APIs that need local state)."""
         journal = self.journals.get(name)
         if journal is None:
             raise JournalNotFoundError(name)
@@ -87,20 +163,44 @@ class Broker:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def start(self, app: web.Application) -> str:
-        """Open journals, bind, and return the endpoint ``http://HOST:PORT``."""
-        await self.sync_journals()
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                                     shutdown_timeout=5.0)
+        """Bind, join the cluster (if any), open journals; return ``http://HOST:PORT``."""
+        self.session = aiohttp.ClientSession()
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
         await self._runner.setup()
-        sock = socket.create_server((self.settings.host, self.settings.port), reuse_port=False)
-        site = web.SockSite(self._runner, sock)
-        await site.start()
+        sock = socket.create_server((self.settings.host, self.settings.port))
         host, port = sock.getsockname()[:2]
-        self.endpoint = f"http://{host}:{port}"
-        return self.endpoint
+        self.endpoint = self.settings.advertise or f"http://{host}:{port}"
+        if self.is_cluster:
+            await self._join_cluster()
+        else:
+            self.keyspace.on_change(lambda _rev: self._signal_keyspace_change())
+        await self.sync_journals()
+        await web.SockSite(self._runner, sock).start()
+        return f"http://{host}:{port}"
+
+    async def _join_cluster(self) -> None:
+        from herald.allocator.driver import Allocator
+        from herald.keyspace.etcd import EtcdKeySpace
+
+        self.keyspace = EtcdKeySpace(self.settings.etcd, self.settings.etcd_prefix)
+        await self.keyspace.start()
+        ttl = self.settings.etcd_lease_s
+        await self.keyspace.announce(Member(self.member_id, self.endpoint), ttl)
+        self.keyspace.on_change(lambda _rev: self._signal_keyspace_change())
+        allocator = Allocator(self.keyspace, self.member_id)
+        self._tasks = [asyncio.create_task(self.keyspace.keep_alive(ttl), name="lease-keepalive"),
+                       asyncio.create_task(allocator.run(), name="allocator"),
+                       asyncio.create_task(self._follow_keyspace(), name="resolver")]
+        log.info("joined cluster etcd=%s member=%s", self.settings.etcd, self.member_id)
+
+    async def _follow_keyspace(self) -> None:
+        while not self.stopping.is_set():
+            await self.wait_keyspace_change()
+            await asyncio.sleep(0.02)  # one re-resolve for a burst of watch events
+            await self.sync_journals()
 
     async def stop(self) -> None:
-        """Stop accepting, end blocking reads, finish appends, persist spools."""
+        """Stop accepting, end blocking reads, finish appends, persist spools, leave."""
         log.info("broker stopping")
         self.stopping.set()
         self._signal_keyspace_change()
@@ -108,6 +208,14 @@ class Broker:
             # cleanup closes the listener, then waits for in-flight handlers (appends
             # mid-body finish; blocking reads end on ``stopping``) before closing.
             await self._runner.cleanup()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         for journal in list(self.journals.values()):
             await journal.close()
+        if self.is_cluster:
+            await self.keyspace.revoke()
+            await self.keyspace.close()
+        if self.session is not None:
+            await self.session.close()
         log.info("broker stopped")

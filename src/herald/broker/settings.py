@@ -17,6 +17,13 @@ class BrokerSettings:
     data_dir: Path = Path("herald-data")
     file_root: Path | None = None
     max_append_bytes: int = DEFAULT_MAX_APPEND_BYTES
+    # Cluster mode (None: embedded, one broker, local keyspace).
+    etcd: str | None = None
+    etcd_prefix: str = "/herald/cluster"
+    etcd_lease_s: int = 20
+    zone: str = "local"
+    id: str = ""
+    advertise: str | None = None
 
     @property
     def resolved_file_root(self) -> Path:

@@ -10,6 +10,7 @@ import typer
 from herald.broker import BrokerSettings, serve
 from herald.broker.settings import DEFAULT_MAX_APPEND_BYTES
 from herald.cli.logs import configure
+from herald.protocol.journal import parse_duration
 
 
 def serve_command(
@@ -27,6 +28,16 @@ def serve_command(
                                          "--broker.max-append-bytes",
                                          envvar="HERALD_BROKER_MAX_APPEND_BYTES",
                                          help="Largest accepted append (413 beyond)."),
+    etcd: str = typer.Option(None, "--etcd", "--etcd.address", envvar="HERALD_ETCD",
+                             help="etcd URL: run as a cluster member (default: embedded, no etcd)."),
+    etcd_prefix: str = typer.Option("/herald/cluster", "--etcd.prefix", envvar="HERALD_ETCD_PREFIX"),
+    etcd_lease: str = typer.Option("20s", "--etcd.lease", envvar="HERALD_ETCD_LEASE",
+                                   help="Member lease TTL: a dead broker's journals move after it."),
+    zone: str = typer.Option("local", "--zone", "--broker.zone", envvar="HERALD_BROKER_ZONE"),
+    broker_id: str = typer.Option("", "--id", "--broker.id", envvar="HERALD_BROKER_ID",
+                                  help="Member name within its zone [default: random]."),
+    advertise: str = typer.Option(None, "--advertise", "--broker.advertise", envvar="HERALD_BROKER_ADVERTISE",
+                                  help="URL peers and clients use [default: http://HOST:PORT]."),
     log_level: str = typer.Option("info", "--log.level", envvar="HERALD_LOG_LEVEL"),
     log_format: str = typer.Option("text", "--log.format", envvar="HERALD_LOG_FORMAT",
                                    help="text or json"),
@@ -35,6 +46,10 @@ def serve_command(
     if log_format not in ("text", "json"):
         raise typer.BadParameter("must be text or json", param_hint="--log.format")
     configure(log_level, log_format)
+    lease_s = parse_duration(etcd_lease, "--etcd.lease")
+    if lease_s < 1:
+        raise typer.BadParameter("must be at least 1s", param_hint="--etcd.lease")
     settings = BrokerSettings(host=host, port=port, data_dir=data_dir, file_root=file_root,
-                              max_append_bytes=max_append_bytes)
+                              max_append_bytes=max_append_bytes, etcd=etcd, etcd_prefix=etcd_prefix,
+                              etcd_lease_s=int(lease_s), zone=zone, id=broker_id, advertise=advertise)
     asyncio.run(serve(settings, ready=lambda line: print(line, flush=True)))

@@ -28,6 +28,13 @@ class Located:
     local_path: Path | None
 
 
+JUMP_AGE_S = 6 * 3600
+
+
+def _may_jump_to(fragment: Fragment, now_unix: float) -> bool:
+    return bool(fragment.store) and fragment.mod_time > 0 and now_unix - fragment.mod_time > JUMP_AGE_S
+
+
 class Index:
     """Every known fragment of one journal; updated only by its journal's tasks."""
 
@@ -61,6 +68,17 @@ class Index:
         """The local file of the spool at ``begin`` is gone (persisted and deleted)."""
         self._local.pop(begin, None)
 
+    def has_hole_below(self, offset: int) -> bool:
+        """Whether some range between the first fragment and ``offset`` is missing."""
+        previous_end = None
+        for fragment in self._set:
+            if fragment.begin >= offset:
+                break
+            if previous_end is not None and fragment.begin > previous_end:
+                return True
+            previous_end = fragment.end
+        return previous_end is not None and previous_end < offset
+
     def replace_remote(self, listing: list[Fragment]) -> None:
         """Swap in a fresh store listing, keeping local fragments it does not cover."""
         fresh = CoverSet()
@@ -71,18 +89,21 @@ class Index:
                 fresh.add(fragment)
         self._set = fresh
 
-    def locate(self, offset: int) -> Located | None:
-        """The fragment to read ``offset`` from, jumping forward over holes.
+    def locate(self, offset: int, now_unix: float) -> Located | None:
+        """The fragment to read ``offset`` from, jumping forward over pruned ranges.
 
-        Returns None when ``offset`` is at or past the end of the index. A single node
-        puts spools in the index before they are uploaded, so a hole can only be a
-        pruned range and jumping over it at once is safe (Gazette waits 6 h for
-        uploads racing in from other replicas).
+        Returns None when ``offset`` is at or past the end of the index, or falls in
+        a hole that may yet be filled. Before the first fragment the read jumps at
+        once (retention pruned it). A hole between fragments is jumped only when the
+        fragment after it was persisted over 6 h ago — as Gazette, so a reader racing
+        a replica's upload after a roll-forward waits instead of skipping bytes.
         """
-        at, _covered = self._set.longest_overlapping(offset)
+        at, covered = self._set.longest_overlapping(offset)
         if at == len(self._set):
             return None
         fragment = self._set[at]
+        if not covered and at > 0 and not _may_jump_to(fragment, now_unix):
+            return None  # a hole another replica may still fill: wait, don't skip it
         local = self._local.get(fragment.begin)
         path = local[1] if local and local[0] >= fragment.end else None
         return Located(max(offset, fragment.begin), fragment, path)

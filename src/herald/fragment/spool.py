@@ -104,8 +104,16 @@ class Spool:
         Order matters for crash safety: data fdatasync, then the commit line, then its
         fdatasync. Only after this returns may the appends be acknowledged [I-APPEND-3].
         """
-        new_end = self.end + self._delta
+        self.sync_data()
+        self.commit(registers, now_unix)
+
+    def sync_data(self) -> None:
+        """fdatasync the pending bytes without committing them (blocking)."""
         os.fdatasync(self._fd)
+
+    def commit(self, registers: LabelSet, now_unix: float) -> None:
+        """Commit pending bytes already made durable by ``sync_data`` (blocking)."""
+        new_end = self.end + self._delta
         record = {"end": new_end, "registers": registers.to_list()}
         if self.first_append_unix is None and self._delta:
             record["first_append_unix"] = now_unix
@@ -133,6 +141,10 @@ class Spool:
         self._commits_pos += len(line)
 
     # -- views ----------------------------------------------------------------------
+
+    def pending_sha1_hex(self) -> str:
+        """The fragment's SHA1 as it will be once the pending bytes commit."""
+        return self._sha1.hexdigest()
 
     def fragment(self) -> Fragment:
         """The committed fragment, as readers and the index see it."""

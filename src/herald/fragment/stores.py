@@ -7,7 +7,10 @@ ends in ``/``; fragment files sit under it at their content path
 - ``file:///sub/`` — a directory under the broker's file root (``file:///`` is the
   root itself). Writes are atomic: temp file, fsync, rename.
 - ``s3://bucket/prefix/?endpoint=&region=&profile=&ACL=&storageClass=&SSE=&SSEKMSKeyId=``
-  — an explicit endpoint (MinIO and friends) selects path-style addressing.
+  — an explicit endpoint (MinIO, SeaweedFS and friends) selects path-style
+  addressing; ``profile`` picks a section of the AWS shared config/credentials
+  files, otherwise the usual AWS credential chain applies. Signed URLs are SigV4
+  query-string URLs that a plain HTTP GET can fetch.
 - ``gs://bucket/prefix/`` and ``az://container/prefix/?account=``.
 
 Cloud backends (s3fs, gcsfs, adlfs) are imported only when such a URL is opened.
@@ -17,7 +20,10 @@ Query argument names match case-insensitively, as Gazette; unknown ones are reje
     >>> store.list("a/journal/")  # [(relative path, mod time in unix seconds)]
     []
 
-Every method blocks on I/O: broker code calls them from an executor.
+Every method blocks on I/O: broker code calls them from an executor. Backend
+failures (an unreachable endpoint, a refused credential) are raised as `OSError`
+(`StoreError` when the backend's own type is not one), so callers need one
+``except OSError`` to retry.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from herald.protocol.fragment import Fragment, parse_content_path
 __all__ = [
     "FileStore",
     "Store",
+    "StoreError",
     "list_fragments",
     "open_store",
 ]
@@ -53,6 +60,38 @@ log = logging.getLogger(__name__)
 _TEMP_PREFIX = ".herald-put-"
 _COPY_CHUNK_BYTES = 1 << 20
 
+# botocore's defaults retry and wait for minutes on a dead endpoint; the persister
+# retries forever and the health checker probes on its own schedule, so each call
+# should fail fast and say why.
+S3_CLIENT_CONFIG: Mapping[str, Any] = {
+    "signature_version": "s3v4",
+    "connect_timeout": 5,
+    "read_timeout": 60,
+    "retries": {"max_attempts": 3, "mode": "standard"},
+}
+
+
+class StoreError(OSError):
+    """A store backend failed with an error of its own type (botocore's, say)."""
+
+
+class _Translated:
+    """Context manager re-raising ``errors`` as `StoreError` naming the store."""
+
+    __slots__ = ("_errors", "_url")
+
+    def __init__(self, url: str, errors: tuple[type[BaseException], ...]) -> None:
+        self._url, self._errors = url, errors
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, err, tb) -> bool:
+        if err is not None and self._errors and isinstance(err, self._errors) \
+                and not isinstance(err, OSError):
+            raise StoreError(f"store {self._url}: {type(err).__name__}: {err}") from err
+        return False
+
 
 class Store:
     """A fragment store rooted at ``root`` (an fsspec path without protocol).
@@ -60,10 +99,12 @@ class Store:
     Paths passed to methods are relative to the store URL and must not escape it.
     """
 
-    def __init__(self, url: str, fs: Any, root: str) -> None:
+    def __init__(self, url: str, fs: Any, root: str,
+                 backend_errors: tuple[type[BaseException], ...] = ()) -> None:
         self._url = url
         self._fs = fs
         self._root = root.rstrip("/")
+        self._io = _Translated(url, backend_errors)
 
     @property
     def url(self) -> str:
@@ -72,22 +113,27 @@ class Store:
 
     def put(self, relative_path: str, local_path: str | os.PathLike) -> None:
         """Upload ``local_path``; an object store makes it visible whole or not at all."""
-        self._fs.put_file(os.fspath(local_path), self._path(relative_path))
+        with self._io:
+            self._fs.put_file(os.fspath(local_path), self._path(relative_path))
 
     def exists(self, relative_path: str) -> bool:
-        return bool(self._fs.exists(self._path(relative_path)))
+        with self._io:
+            return bool(self._fs.exists(self._path(relative_path)))
 
     def open(self, relative_path: str) -> BinaryIO:
         """A binary file of the raw (still compressed) stored bytes; close it."""
-        return self._fs.open(self._path(relative_path), "rb")
+        with self._io:
+            return self._fs.open(self._path(relative_path), "rb")
 
     def get(self, relative_path: str) -> bytes:
         """The raw (still compressed) stored bytes. Raises FileNotFoundError."""
-        return bytes(self._fs.cat_file(self._path(relative_path)))
+        with self._io:
+            return bytes(self._fs.cat_file(self._path(relative_path)))
 
     def mod_time(self, relative_path: str) -> float:
         """The stored object's modification time, unix seconds, as `list` reports it."""
-        return _mod_time(self._fs.info(self._path(relative_path)))
+        with self._io:
+            return _mod_time(self._fs.info(self._path(relative_path)))
 
     def list(self, prefix: str = "") -> list[tuple[str, float]]:
         """Every file under ``prefix`` (recursive) as ``(path relative to prefix,
@@ -95,7 +141,8 @@ class Store:
         never matches ``a/bc``."""
         _check_prefix(prefix)
         base = self._path(prefix[:-1]) if prefix else self._root
-        found = self._fs.find(base.rstrip("/"), detail=True)
+        with self._io:
+            found = self._fs.find(base.rstrip("/"), detail=True)
         start = len(self._fs._strip_protocol(base).rstrip("/")) + 1
         out = [(name[start:], _mod_time(info))
                for name, info in found.items() if info.get("type") != "directory"]
@@ -103,11 +150,13 @@ class Store:
 
     def remove(self, relative_path: str) -> None:
         """Delete one file. Raises FileNotFoundError if it is not there."""
-        self._fs.rm_file(self._path(relative_path))
+        with self._io:
+            self._fs.rm_file(self._path(relative_path))
 
     def sign_get(self, relative_path: str, ttl_s: float) -> str:
         """A URL anyone can GET for ``ttl_s`` seconds (read offload, gazette-facts §4.8)."""
-        return self._fs.sign(self._path(relative_path), expiration=int(ttl_s))
+        with self._io:
+            return self._fs.sign(self._path(relative_path), expiration=max(1, int(ttl_s)))
 
     def _is_listed(self, relative_path: str) -> bool:
         return True
@@ -229,19 +278,32 @@ def _open_file(url: str, parts: Any, args: dict, file_root: str, field: str) -> 
 
 
 def _open_s3(url: str, parts: Any, args: dict, file_root: str, field: str) -> Store:
+    """An s3fs filesystem for ``url``. Listings are never cached: the index is
+    rebuilt from them and must see other brokers' uploads and prunes."""
     s3fs = _import_backend("s3fs", url, field)
+    botocore_exceptions = importlib.import_module("botocore.exceptions")
     client: dict[str, Any] = {}
-    config: dict[str, Any] = {}
+    config: dict[str, Any] = dict(S3_CLIENT_CONFIG)
     if args.get("endpoint"):
+        _check_endpoint(args["endpoint"], url, field)
         client["endpoint_url"] = args["endpoint"]
         config["s3"] = {"addressing_style": "path"}  # Explicit endpoints are MinIO-like.
     if args.get("region"):
         client["region_name"] = args["region"]
     extra = {k: v for k, v in args.items() if k[0].isupper() and v}
-    kwargs: dict[str, Any] = {"client_kwargs": client, "config_kwargs": config, "s3_additional_kwargs": extra}
+    kwargs: dict[str, Any] = {"client_kwargs": client, "config_kwargs": config,
+                              "s3_additional_kwargs": extra, "use_listings_cache": False,
+                              "skip_instance_cache": True}
     if args.get("profile"):
         kwargs["profile"] = args["profile"]
-    return Store(url, s3fs.S3FileSystem(**kwargs), parts.netloc + parts.path)
+    errors = (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError)
+    return Store(url, s3fs.S3FileSystem(**kwargs), parts.netloc + parts.path, errors)
+
+
+def _check_endpoint(endpoint: str, url: str, field: str) -> None:
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValidationError(field, f"endpoint must be an http(s) URL, not {endpoint!r} ({url!r})")
 
 
 def _open_gs(url: str, parts: Any, args: dict, file_root: str, field: str) -> Store:

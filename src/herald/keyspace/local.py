@@ -52,7 +52,7 @@ class LocalKeySpace:
     def on_change(self, observer: Callable[[int], None]) -> None:
         self._observers.append(observer)
 
-    def apply(self, changes: list[Change]) -> int:
+    async def apply(self, changes: list[Change]) -> int:
         """Apply all changes or none (stale revisions raise, nothing changes)."""
         check_expectations(self._entries, changes)
         revision = self.revision + 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from herald.testing.broker import BrokerProcess
+from herald.testing.s3 import moto_s3, seaweedfs, seaweedfs_factory  # noqa: F401 — S3 servers
+from herald.testing.spark import spark  # noqa: F401 — session-wide Spark fixture
 
 
 @pytest.fixture
@@ -27,3 +29,13 @@ def broker_factory(tmp_path):
 def broker(broker_factory) -> BrokerProcess:
     """One embedded broker on a free loopback port, in a temp data dir."""
     return broker_factory()
+
+
+@pytest.fixture(scope="session")
+def etcd(tmp_path_factory):
+    """A real single-member etcd (Debian's etcd-server) for the whole session."""
+    from herald.testing.etcd import EtcdProcess
+
+    proc = EtcdProcess(tmp_path_factory.mktemp("etcd")).start()
+    yield proc
+    proc.stop()

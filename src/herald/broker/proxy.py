@@ -1,0 +1,54 @@
+"""Forwarding a request to the broker that can serve it (cluster mode).
+
+Any broker accepts any request: a journal it does not serve (or an append when
+it is not the primary) is streamed to the right broker and the answer streamed
+back. A proxied request carries ``X-Herald-Proxied`` so it is never proxied twice:
+a broker that cannot serve a proxied request answers NOT_JOURNAL_(PRIMARY_)BROKER
+and the client retries after re-resolving.
+"""
+
+from __future__ import annotations
+
+import aiohttp
+from aiohttp import web
+
+from herald.protocol.errors import HeraldError, Status
+
+PROXIED_HEADER = "X-Herald-Proxied"
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
+              "host", "content-length"}
+
+
+def is_proxied(request: web.Request) -> bool:
+    return PROXIED_HEADER in request.headers
+
+
+async def forward(request: web.Request, endpoint: str, session: aiohttp.ClientSession,
+                  body: bytes | None = None) -> web.StreamResponse:
+    """Stream ``request`` to ``endpoint`` and its response back, chunk by chunk.
+
+    ``body`` is given when the handler already read the request body (JSON APIs).
+    """
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+    headers[PROXIED_HEADER] = "1"
+    if body is None and request.can_read_body:
+        body = request.content.iter_any()
+    try:
+        upstream = await session.request(
+            request.method, f"{endpoint}{request.raw_path}", headers=headers, data=body,
+            timeout=aiohttp.ClientTimeout(total=None, sock_read=None), auto_decompress=False)
+    except aiohttp.ClientError as err:
+        # The broker we were routed to is gone (crashed, partitioned): retryable, and
+        # the next resolution will see the new route once its lease expires.
+        raise HeraldError(Status.NO_JOURNAL_PRIMARY_BROKER,
+                          f"broker {endpoint} is unreachable ({type(err).__name__}); retry") from None
+    try:
+        response = web.StreamResponse(status=upstream.status, headers={
+            k: v for k, v in upstream.headers.items() if k.lower() not in HOP_BY_HOP})
+        await response.prepare(request)
+        async for chunk in upstream.content.iter_any():
+            await response.write(chunk)
+        await response.write_eof()
+        return response
+    finally:
+        upstream.release()

@@ -1,0 +1,133 @@
+"""Replication: a primary's pipeline to its peers, and the peers' HTTP endpoints.
+
+Protocol (broker to broker, JSON errors as everywhere):
+
+- ``POST /v1/replicate/sync?journal=J`` ``{end, registers, fragment_begin}``: the
+  peer rolls forward to ``end`` if it is behind and answers its ``{end, registers}``.
+  An answer ahead of the primary makes the primary roll forward to it: the most
+  advanced replica wins, so no byte any replica committed is dropped.
+- ``POST /v1/replicate/append?journal=J&begin=B&fragment_begin=F`` with the group's
+  bytes and ``X-Registers``: the peer writes, fdatasyncs and commits them, and
+  answers the SHA1 of its fragment; the primary commits only when every peer's
+  SHA1 equals its own [I-APPEND-3].
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from herald.protocol.errors import HeraldError, Status, ValidationError
+from herald.protocol.labels import LabelSet
+
+log = logging.getLogger(__name__)
+
+REPLICATION_TIMEOUT_S = 10.0
+
+
+class Pipeline:
+    """A primary's replication to one journal's peers (owned by its append task)."""
+
+    def __init__(self, journal: str, peers: list[str], session: aiohttp.ClientSession,
+                 advertise: Callable[[], Awaitable[None]]):
+        self.journal = journal
+        self.peers = peers
+        self.session = session
+        self.advertise = advertise
+        self.synced = False
+
+    async def sync(self, journal) -> None:
+        """Bring every peer to the primary's end (or the primary to the furthest peer's)."""
+        answers = await self._scatter_sync(journal)
+        furthest_end, registers = max(answers, key=lambda a: a[0])
+        if furthest_end > journal.write_head:
+            journal.roll_forward(furthest_end, registers)
+            answers = await self._scatter_sync(journal)
+        if any(end != journal.write_head for end, _ in answers):
+            raise HeraldError(Status.PROPOSAL_MISMATCH, "replicas disagree after sync; retrying")
+        self.synced = True
+        await self.advertise()
+        log.info("journal=%s pipeline synced at %d with %d peers", self.journal,
+                 journal.write_head, len(self.peers))
+
+    async def _scatter_sync(self, journal) -> list[tuple[int, LabelSet]]:
+        begin, end, registers = journal.spool_position()
+        body = {"end": end, "registers": registers.to_list(), "fragment_begin": begin}
+        return await asyncio.gather(*(self._sync_peer(peer, body) for peer in self.peers))
+
+    async def _sync_peer(self, peer: str, body: dict) -> tuple[int, LabelSet]:
+        doc = await self._post(peer, "/v1/replicate/sync", {"journal": self.journal}, orjson.dumps(body))
+        return doc["end"], LabelSet.from_list(doc["registers"])
+
+    async def replicate(self, fragment_begin: int, begin: int, content: bytes,
+                        registers: LabelSet) -> list[str]:
+        """Send one group to every peer; their fragment SHA1s, or raise."""
+        params = {"journal": self.journal, "begin": str(begin), "fragment_begin": str(fragment_begin)}
+        headers = {"X-Registers": str(registers)}
+        docs = await asyncio.gather(*(self._post(p, "/v1/replicate/append", params, content, headers)
+                                      for p in self.peers))
+        return [doc["sum"] for doc in docs]
+
+    async def _post(self, peer: str, path: str, params: dict, body: bytes,
+                    headers: dict | None = None) -> dict:
+        try:
+            async with self.session.post(f"{peer}{path}", params=params, data=body, headers=headers,
+                                         timeout=aiohttp.ClientTimeout(total=REPLICATION_TIMEOUT_S)) as resp:
+                doc = orjson.loads(await resp.read())
+                if resp.status != 200:
+                    raise HeraldError.from_dict(doc)
+                return doc
+        except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError) as err:
+            self.synced = False
+            raise HeraldError(Status.INSUFFICIENT_JOURNAL_BROKERS,
+                              f"replica {peer} of {self.journal} failed: {err or type(err).__name__}") from None
+
+
+# -- the peer side ---------------------------------------------------------------------
+
+
+def _replica(request: web.Request):
+    broker = request.app["broker"]
+    name = request.query.get("journal", "")
+    journal = broker.journals.get(name)
+    if journal is None:
+        raise HeraldError(Status.NOT_JOURNAL_BROKER, f"this broker is not a replica of {name}", "journal")
+    return journal
+
+
+def _int(request: web.Request, key: str) -> int:
+    try:
+        return int(request.query[key])
+    except (KeyError, ValueError):
+        raise ValidationError(key, "an integer is required") from None
+
+
+async def handle_sync(request: web.Request) -> web.Response:
+    journal = _replica(request)
+    body = orjson.loads(await request.read())
+    end, registers = await journal.sync_to(body["end"], LabelSet.from_list(body["registers"]),
+                                           body["fragment_begin"])
+    return web.json_response({"end": end, "registers": registers.to_list()}, dumps=_dumps)
+
+
+async def handle_append(request: web.Request) -> web.Response:
+    journal = _replica(request)
+    content = await request.read()
+    registers = LabelSet.parse(request.headers.get("X-Registers", ""))
+    digest = await journal.apply_replicated(_int(request, "fragment_begin"), _int(request, "begin"),
+                                            content, registers)
+    return web.json_response({"sum": digest}, dumps=_dumps)
+
+
+def _dumps(doc) -> str:
+    return orjson.dumps(doc).decode()
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/v1/replicate/sync", handle_sync)
+    app.router.add_post("/v1/replicate/append", handle_append)

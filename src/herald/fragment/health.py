@@ -1,0 +1,241 @@
+"""Store health: a background checker per fragment store (gazette-facts §4.6).
+
+Each checker probes its store the way the broker uses it — PUT a small object,
+GET it back, LIST its directory, sign a GET URL, then remove it — and keeps the
+outcome: healthy, or unhealthy with the last error. A healthy store is probed
+again every `HEALTHY_INTERVAL_S`; an unhealthy one with backoff from
+`RETRY_BACKOFF_S` up to `RETRY_MAX_S`, forever, so a store that comes back is
+found healthy again by itself. Nothing is cached as a permanent failure.
+
+Appends to a journal wait, bounded, for its first store to be healthy and fail
+with FRAGMENT_STORE_UNHEALTHY otherwise; the persister wakes early on recovery::
+
+    health = health_of(store)          # one checker per Store, per event loop
+    await health.require_healthy()     # or raise HeraldError(FRAGMENT_STORE_UNHEALTHY)
+    health.poke()                      # "an upload just failed: probe again now"
+    await health.wait_recovery(30.0)   # True once unhealthy → healthy happens
+
+Probes run in an executor (they block on store I/O); everything else runs on the
+event loop that first asked for the checker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import socket
+import tempfile
+import time
+import weakref
+from dataclasses import dataclass
+
+from herald.fragment.stores import Store
+from herald.protocol.errors import HeraldError, Status
+
+__all__ = [
+    "APPEND_WAIT_S",
+    "HEALTHY_INTERVAL_S",
+    "PROBE_PREFIX",
+    "PROBE_TIMEOUT_S",
+    "RETRY_BACKOFF_S",
+    "RETRY_MAX_S",
+    "HealthState",
+    "StoreHealth",
+    "health_of",
+    "probe",
+]
+
+log = logging.getLogger(__name__)
+
+HEALTHY_INTERVAL_S = 15.0
+RETRY_BACKOFF_S = 0.25
+RETRY_MAX_S = 5.0
+PROBE_TIMEOUT_S = 30.0
+# How long an append waits for an unhealthy first store before failing (Gazette
+# waits on ~6 consecutive failed checks; with our backoff that is a few seconds).
+APPEND_WAIT_S = 6.0
+PROBE_PREFIX = ".herald-health/"
+_SIGN_TTL_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class HealthState:
+    """One checker's latest outcome. ``checked`` is False until the first probe ends."""
+
+    store: str
+    healthy: bool
+    checked: bool
+    last_error: str
+    consecutive_failures: int
+    checks: int
+    last_check_unix: float
+
+
+def probe(store: Store, name: str) -> None:
+    """PUT, GET, LIST, sign and remove ``PROBE_PREFIX + name`` (blocking).
+
+    Raises whatever the store raises, or `OSError` when the store answers but
+    wrongly (the object read back differs or is not listed).
+    """
+    path = PROBE_PREFIX + name
+    payload = f"herald health probe {time.time():.6f}\n".encode()
+    with tempfile.NamedTemporaryFile(prefix=".herald-probe-") as temp:
+        temp.write(payload)
+        temp.flush()
+        store.put(path, temp.name)
+    if store.get(path) != payload:
+        raise OSError(f"store {store.url}: probe {path} read back different bytes")
+    if name not in {relative for relative, _mod in store.list(PROBE_PREFIX)}:
+        raise OSError(f"store {store.url}: probe {path} missing from its listing")
+    if not store.sign_get(path, _SIGN_TTL_S):
+        raise OSError(f"store {store.url}: signed an empty URL")
+    store.remove(path)
+
+
+class StoreHealth:
+    """Background health of one store. Create with `health_of`; `stop()` to end it."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._name = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+        self._healthy = False
+        self._checked = False
+        self._last_error = ""
+        self._failures = 0
+        self._checks = 0
+        self._last_check_unix = 0.0
+        self._changed = asyncio.Event()
+        self._recovered = asyncio.Event()
+        self._poked = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    # -- state ---------------------------------------------------------------------
+
+    @property
+    def is_healthy(self) -> bool:
+        return self._healthy
+
+    def statistics(self) -> HealthState:
+        return HealthState(self.store.url, self._healthy, self._checked, self._last_error,
+                           self._failures, self._checks, self._last_check_unix)
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start probing on the running loop (idempotent)."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name=f"store-health:{self.store.url}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def poke(self) -> None:
+        """Probe now rather than at the next scheduled time (say, after an upload
+        failed). Cheap; calls while a probe runs coalesce into one more probe."""
+        self._poked.set()
+
+    # -- waiting -------------------------------------------------------------------
+
+    async def wait_healthy(self, timeout_s: float) -> bool:
+        """True as soon as the store is healthy; False if it is not within
+        ``timeout_s`` (each failed probe in between is waited through)."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while not self._healthy:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                return self._healthy
+        return True
+
+    async def require_healthy(self, timeout_s: float = APPEND_WAIT_S) -> None:
+        """Return if the store is (or within ``timeout_s`` becomes) healthy; else
+        raise FRAGMENT_STORE_UNHEALTHY with the last probe error."""
+        if self._healthy or await self.wait_healthy(timeout_s):
+            return
+        detail = self._last_error or "not yet checked"
+        raise HeraldError(Status.FRAGMENT_STORE_UNHEALTHY,
+                          f"fragment store {self.store.url} is unhealthy: {detail}", "journal")
+
+    async def wait_recovery(self, timeout_s: float) -> bool:
+        """True if the store goes from unhealthy to healthy within ``timeout_s``:
+        a failed upload waits on this rather than a blind sleep, so it is retried
+        as soon as the store is back, yet not in a tight loop while it is down."""
+        try:
+            await asyncio.wait_for(self._recovered.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    # -- probing -------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        delay = RETRY_BACKOFF_S
+        while True:
+            self._poked.clear()
+            error = await self._probe_once()
+            self._record(error)
+            delay = HEALTHY_INTERVAL_S if error is None else (
+                RETRY_BACKOFF_S if self._failures == 1 else min(delay * 2, RETRY_MAX_S))
+            try:
+                await asyncio.wait_for(self._poked.wait(), delay)
+            except TimeoutError:
+                pass
+
+    async def _probe_once(self) -> str | None:
+        loop = asyncio.get_running_loop()
+        try:
+            await asyncio.wait_for(loop.run_in_executor(None, probe, self.store, self._name),
+                                   PROBE_TIMEOUT_S)
+        except TimeoutError:
+            return f"probe timed out after {PROBE_TIMEOUT_S:g}s"
+        except Exception as err:  # noqa: BLE001 - the checker must outlive any backend error
+            if not isinstance(err, OSError):
+                log.warning("store=%s probe raised %s", self.store.url, type(err).__name__,
+                            exc_info=True)
+            return f"{type(err).__name__}: {err}"
+        return None
+
+    def _record(self, error: str | None) -> None:
+        was_healthy = self._healthy
+        self._checks += 1
+        self._checked = True
+        self._last_check_unix = time.time()
+        self._healthy = error is None
+        self._failures = 0 if error is None else self._failures + 1
+        if error is not None:
+            self._last_error = error
+        if was_healthy != self._healthy:
+            log.log(logging.INFO if self._healthy else logging.WARNING,
+                    "store=%s healthy=%s error=%s", self.store.url, self._healthy, error or "")
+        if self._healthy and not was_healthy:
+            self._recovered.set()
+            self._recovered = asyncio.Event()
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+
+_CHECKERS: weakref.WeakKeyDictionary[Store, StoreHealth] = weakref.WeakKeyDictionary()
+
+
+def health_of(store: Store) -> StoreHealth:
+    """The running loop's checker for ``store``, created and started on first use.
+
+    Keyed by the `Store` object: a broker opens one per URL, so every journal
+    sharing a store shares its checker. A checker created on another (closed)
+    loop is replaced.
+    """
+    loop = asyncio.get_running_loop()
+    checker = _CHECKERS.get(store)
+    if checker is None or checker._task is None or checker._task.get_loop() is not loop:
+        checker = StoreHealth(store)
+        _CHECKERS[store] = checker
+    checker.start()
+    return checker

@@ -1,0 +1,238 @@
+"""The cluster keyspace: specs, members and assignments in etcd (the one aetcd adapter).
+
+A broker keeps an in-memory mirror of everything under ``--etcd.prefix``: loaded
+with one range read, then kept current by a watch from the next revision. Views
+(specs, members, a journal's assignments) are read from the mirror; writes are
+etcd transactions guarded by mod revisions, so two writers never both win.
+Members announce under a lease; assignment keys live under their member's lease,
+so a crashed broker's assignments vanish with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import aetcd
+import orjson
+
+from herald.keyspace.base import Change, Entry, check_expectations
+from herald.keyspace.routes import Assignment, Member, MemberId, Route, route_of
+from herald.protocol.errors import HeraldError, Status
+from herald.protocol.journal import JournalSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    value: bytes
+    create_revision: int
+    mod_revision: int
+    lease: int
+
+
+class EtcdKeySpace:
+    """A watched mirror of ``prefix`` with Herald's views over it. One event loop owns it."""
+
+    def __init__(self, endpoint: str, prefix: str = "/herald/cluster"):
+        host, _, port = endpoint.removeprefix("http://").rstrip("/").partition(":")
+        self.client = aetcd.Client(host=host, port=int(port or 2379))
+        self.prefix = prefix.rstrip("/")
+        self.revision = 0
+        self._kv: dict[str, KeyValue] = {}
+        self._observers: list[Callable[[int], None]] = []
+        self._revision_waiters: list[tuple[int, asyncio.Future]] = []
+        self._watch_task: asyncio.Task | None = None
+
+    # -- mirror ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the prefix and start watching it. Blocks until loaded."""
+        result = await self.client.get_prefix(self._key("").encode())
+        for kv in result:
+            self._store(kv.key.decode(), kv)
+        self.revision = result.header.revision
+        self._watch_task = asyncio.create_task(self._watch(), name="etcd-watch")
+
+    async def close(self) -> None:
+        if self._watch_task:
+            self._watch_task.cancel()
+            await asyncio.gather(self._watch_task, return_exceptions=True)
+        await self.client.close()
+
+    def _key(self, suffix: str) -> str:
+        return f"{self.prefix}/{suffix}"
+
+    def _store(self, key: str, kv) -> None:
+        self._kv[key] = KeyValue(bytes(kv.value), kv.create_revision, kv.mod_revision, kv.lease)
+
+    async def _watch(self) -> None:
+        while True:
+            try:
+                await self._watch_from(self.revision + 1)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # edge: the etcd connection; re-watch from our revision
+                log.warning("etcd watch broke (%s); resuming at revision %d", err, self.revision + 1)
+                await asyncio.sleep(0.5)
+
+    async def _watch_from(self, start_revision: int) -> None:
+        watch = await self.client.watch_prefix(self._key("").encode(), start_revision=start_revision)
+        async for event in watch:
+            key = event.kv.key.decode()
+            if event.kind == aetcd.EventKind.DELETE:
+                self._kv.pop(key, None)
+            else:
+                self._store(key, event.kv)
+            self._advance(event.kv.mod_revision)
+
+    def _advance(self, revision: int) -> None:
+        if revision <= self.revision:
+            return
+        self.revision = revision
+        for observer in self._observers:
+            observer(revision)
+        ready = [w for w in self._revision_waiters if w[0] <= revision]
+        self._revision_waiters = [w for w in self._revision_waiters if w[0] > revision]
+        for _, future in ready:
+            if not future.done():
+                future.set_result(None)
+
+    def on_change(self, observer: Callable[[int], None]) -> None:
+        self._observers.append(observer)
+
+    async def wait_for_revision(self, revision: int, timeout_s: float = 10.0) -> None:
+        """Block until the mirror has applied ``revision`` (read-your-writes)."""
+        if self.revision >= revision:
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._revision_waiters.append((revision, future))
+        await asyncio.wait_for(future, timeout_s)
+
+    # -- views -----------------------------------------------------------------------
+
+    def _under(self, section: str) -> list[tuple[str, KeyValue]]:
+        head = self._key(section + "/")
+        return sorted((k[len(head):], v) for k, v in self._kv.items() if k.startswith(head))
+
+    def entries(self) -> dict[str, Entry]:
+        return {name: Entry(JournalSpec.from_dict(_json(kv.value)), kv.create_revision, kv.mod_revision)
+                for name, kv in self._under("items")}
+
+    def get(self, name: str) -> Entry | None:
+        kv = self._kv.get(self._key(f"items/{name}"))
+        return Entry(JournalSpec.from_dict(_json(kv.value)), kv.create_revision, kv.mod_revision) if kv else None
+
+    def members(self) -> dict[MemberId, Member]:
+        return {MemberId.parse(s): Member.from_json(MemberId.parse(s), kv.value, kv.create_revision)
+                for s, kv in self._under("members")}
+
+    def assignments(self) -> dict[str, list[Assignment]]:
+        out: dict[str, list[Assignment]] = {}
+        for suffix, kv in self._under("assign"):
+            journal, member, slot = Assignment.parse_key(suffix)
+            out.setdefault(journal, []).append(
+                Assignment(journal, member, slot, kv.value, kv.mod_revision, kv.lease))
+        return out
+
+    def route(self, name: str) -> Route:
+        return route_of(self.assignments().get(name, []), self.members())
+
+    def assignment_key(self, assignment: Assignment) -> str:
+        return self._key("assign/" + assignment.key_suffix())
+
+    def member_key(self, member: MemberId) -> str:
+        return self._key(f"members/{member}")
+
+    # -- writes ----------------------------------------------------------------------
+
+    async def apply(self, changes: list[Change]) -> int:
+        """Apply spec changes in one etcd transaction guarded by mod revisions."""
+        check_expectations(self.entries(), changes)
+        tx = self.client.transactions
+        compares, ops = [], []
+        for change in changes:
+            key = self._key(f"items/{change.name}").encode()
+            if change.expect_mod_revision == 0:
+                compares.append(tx.version(key) == 0)
+            elif change.expect_mod_revision > 0:
+                compares.append(tx.mod(key) == change.expect_mod_revision)
+            if change.upsert is not None:
+                ops.append(tx.put(key, orjson.dumps(change.upsert.to_dict())))
+            else:
+                ops.append(tx.delete(key))
+        revision = await self.txn(compares, ops, "journal specs changed concurrently; re-list and retry")
+        await self.wait_for_revision(revision)
+        return revision
+
+    async def txn(self, compares: list, ops: list, conflict_message: str) -> int:
+        """Run a guarded transaction; ETCD_TRANSACTION_FAILED if a compare fails."""
+        ok, responses = await self.client.transaction(compare=compares, success=ops, failure=[])
+        if not ok:
+            raise HeraldError(Status.ETCD_TRANSACTION_FAILED, conflict_message)
+        return _txn_revision(responses)
+
+    async def advertise(self, journal: str, route: Route) -> None:
+        """Write ``route`` into each of the journal's assignments (each under its own
+        member's lease), guarded by their mod revisions. A lost race is harmless: the
+        primary advertises again after its next sync."""
+        assigned = self.assignments().get(journal, [])
+        value = route.to_json()
+        stale = [a for a in assigned if a.value != value]
+        if not stale:
+            return
+        tx = self.client.transactions
+        compares = [tx.mod(self.assignment_key(a).encode()) == a.mod_revision for a in stale]
+        ops = [tx.put(self.assignment_key(a).encode(), value, a.lease_id or None) for a in stale]
+        try:
+            await self.txn(compares, ops, f"assignments of {journal} changed while advertising")
+        except HeraldError as err:
+            log.info("%s", err.message)
+
+    async def announce(self, member: Member, ttl_s: int) -> Member:
+        """Create our member key under a new lease (waits while an old key of ours lingers)."""
+        lease = await self.client.lease(ttl_s)
+        announced = Member(member.id, member.endpoint, lease.id, member.journal_limit)
+        key = self.member_key(member.id).encode()
+        tx = self.client.transactions
+        while True:
+            ok, _ = await self.client.transaction(
+                compare=[tx.version(key) == 0], success=[tx.put(key, announced.to_json(), lease.id)],
+                failure=[])
+            if ok:
+                break
+            log.warning("member key %s still held by a previous lease; waiting", key.decode())
+            await asyncio.sleep(1.0)
+        self._lease, self._member = lease, member
+        return announced
+
+    async def keep_alive(self, ttl_s: int) -> None:
+        """Refresh our lease every third of its TTL, forever (cancel to stop)."""
+        while True:
+            await asyncio.sleep(max(ttl_s / 3, 0.5))
+            try:
+                alive = (await self.client.refresh_lease(self._lease.id)).TTL > 0
+            except aetcd.exceptions.ClientError as err:
+                log.warning("lease refresh failed (%s); retrying", err)
+                continue
+            if not alive:  # we were stopped or partitioned past the TTL: join again
+                log.warning("member lease expired; announcing %s again", self._member.id)
+                await self.announce(self._member, ttl_s)
+
+    async def revoke(self) -> None:
+        await self.client.revoke_lease(self._lease.id)
+
+
+def _json(raw: bytes) -> dict:
+    return orjson.loads(raw)
+
+
+def _txn_revision(responses: list) -> int:
+    """The revision a successful transaction wrote at, from its first op's header."""
+    for response in responses:
+        kind = response.WhichOneof("response")
+        return getattr(response, kind).header.revision
+    return 0
