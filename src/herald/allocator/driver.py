@@ -88,16 +88,18 @@ def _plan_journal(ks: EtcdKeySpace, tx, plan: Desired, assigned: list[Assignment
         next_slot += slot != 0
         has_primary = has_primary or slot == 0
         _put(ks, tx, Assignment(plan.journal, member, slot), members[member].lease_id, ops, compares)
-    if not any(a.slot == 0 for a in assigned) and plan.members and plan.members[0] in held:
-        promoted = held[plan.members[0]]
+    surplus = [a for a in assigned if a.member not in plan.members]
+    route = route_of(assigned, members)
+    removable = (surplus and len(assigned) - len(surplus) >= len(plan.members)
+                 and is_consistent(assigned, route))
+    for a in surplus if removable else []:
+        _delete(ks, tx, a, ops, compares)
+    primary_left = any(a.slot == 0 for a in assigned if not (removable and a in surplus))
+    if not primary_left and plan.members and plan.members[0] in held:
+        promoted = held[plan.members[0]]  # a consistent replica: it holds the journal's data
         _delete(ks, tx, promoted, ops, compares)
         _put(ks, tx, Assignment(plan.journal, promoted.member, 0), members[promoted.member].lease_id,
              ops, compares)
-    surplus = [a for a in assigned if a.member not in plan.members and a.slot != 0]
-    route = route_of(assigned, members)
-    if surplus and len(assigned) - len(surplus) >= len(plan.members) and is_consistent(assigned, route):
-        for a in surplus:
-            _delete(ks, tx, a, ops, compares)
 
 
 def _put(ks, tx, a: Assignment, lease_id: int, ops: list, compares: list) -> None:

@@ -56,11 +56,12 @@ def _solve_one(journal: str, want: int, live: set[MemberId], members: dict[Membe
                assigned: list[Assignment], load: Counter, fair: int) -> Desired:
     ordered = [a.member for a in sorted(assigned, key=lambda a: a.slot) if a.member in live]
     keep = list(dict.fromkeys(ordered))
-    while len(keep) > want:  # a surplus (e.g. mid-move): the most loaded non-primary goes
-        drop = max(keep[1:], key=lambda m: (load[m], keep.index(m)))
+    while len(keep) > want:  # a surplus (e.g. mid-move): the most crowded, most loaded goes
+        zones = Counter(m.zone for m in keep)
+        drop = max(keep, key=lambda m: (zones[m.zone], load[m], keep.index(m)))
         keep.remove(drop)
         load[drop] -= 1
-    keep = _shed_overloaded(journal, keep, live, load, fair)
+    keep = _shed_overloaded(keep, live, load, fair)
     while len(keep) < want:
         pick = _best_candidate(journal, keep, live, load)
         keep.append(pick)
@@ -68,11 +69,16 @@ def _solve_one(journal: str, want: int, live: set[MemberId], members: dict[Membe
     return Desired(journal, tuple(_primary_first(keep, assigned)))
 
 
-def _shed_overloaded(journal: str, keep: list[MemberId], live: set[MemberId],
-                     load: Counter, fair: int) -> list[MemberId]:
-    """Move at most one non-primary replica off a member above its fair share."""
-    for member in keep[1:]:
-        if load[member] > fair and any(load[m] < fair for m in live - set(keep)):
+def _shed_overloaded(keep: list[MemberId], live: set[MemberId], load: Counter,
+                     fair: int) -> list[MemberId]:
+    """Move one replica off a member above its fair share, if a clearly less loaded
+    member can take it without narrowing the journal's zone spread."""
+    for member in sorted(keep, key=lambda m: -load[m]):
+        if load[member] <= fair:
+            break
+        zones_kept = {m.zone for m in keep if m != member}
+        if any(load[c] + 1 < load[member] and (c.zone == member.zone or c.zone not in zones_kept)
+               for c in live - set(keep)):
             load[member] -= 1
             return [m for m in keep if m != member]
     return keep
