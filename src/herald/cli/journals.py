@@ -1,0 +1,393 @@
+"""``herald journals …``: list, apply, edit, read, append, fragments, prune (gazctl's equal).
+
+Every command of the seed tutorial works with ``herald`` in place of ``gazctl``:
+
+    herald journals list -l prefix=foobar/ -L content-type --primary
+    herald journals list -o yaml | herald journals apply
+    herald journals append -l name=example/journal --framing=lines
+    herald journals read -l name=example/journal --block --tail
+    herald journals fragments -l name=example/journal --url-ttl 1m
+    herald journals prune -l prefix=examples/ --dry-run
+
+The broker is ``--broker``, else ``$BROKER_ADDRESS``, else the config file, else
+``http://localhost:8080`` (`herald.cli.config`). Errors exit 1 with one line.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import typer
+import yaml
+
+from herald.cli import config
+from herald.cli.logs import configure
+from herald.cli.output import OutputFormat, humanize_age, humanize_bytes, print_doc, print_table, progress, table_header
+from herald.client import AppendService, BrokerClient, FragmentInfo, JournalInfo, RetryReader, WatchedList
+from herald.keyspace.base import BLIND, Change
+from herald.message.mapping import NoJournalsError, modulo_mapping, random_mapping, rendezvous_mapping
+from herald.protocol.errors import HeraldError, Status, ValidationError
+from herald.protocol.journal import parse_duration
+from herald.protocol.journalspace import hoist, push_down
+
+log = logging.getLogger(__name__)
+
+journals_app = typer.Typer(no_args_is_help=True, help="Work with journals and their specs.")
+
+LIST_READY_TIMEOUT_S = 30.0
+
+# -- shared options ---------------------------------------------------------------------------
+
+BROKER = typer.Option(None, "--broker", "--broker.address", show_default=False,
+                      help="Broker URL [default: $BROKER_ADDRESS, ~/.config/herald/herald.ini, "
+                           "http://localhost:8080].")
+LOG_LEVEL = typer.Option("warning", "--log.level", help="debug, info, warning or error.")
+OUTPUT = typer.Option(OutputFormat.table, "-o", "--output", "--format", help="table, yaml or json.")
+
+
+def _selector_option(required: bool) -> Any:
+    return typer.Option(... if required else "", "-l", "--selector", show_default=False,
+                        help="Label selector of journals, e.g. 'prefix=foobar/, name not in (foobar/part-001)'.")
+
+
+def _command(fn: Callable[..., None]) -> Callable[..., None]:
+    """Set up logging and turn an unreachable broker into one clear error line."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> None:
+        level = kwargs.get("log_level") or "warning"
+        if level != "warning":  # else Python's last-resort handler prints warnings.
+            configure(level)
+        try:
+            fn(*args, **kwargs)
+        except httpx.TransportError as err:
+            raise HeraldError(Status.INTERNAL, f"cannot reach the broker: {err}") from None
+        except NoJournalsError:
+            raise HeraldError(Status.JOURNAL_NOT_FOUND, "the selector matched no journals") from None
+
+    return run
+
+
+def _client(broker: str | None) -> BrokerClient:
+    return BrokerClient(config.resolve_broker_address(broker))
+
+
+def _matched(client: BrokerClient, selector: str) -> list[JournalInfo]:
+    infos = client.list(selector)
+    if not infos:
+        raise NoJournalsError()
+    return infos
+
+
+# -- list / apply / edit ----------------------------------------------------------------------
+
+
+def journals_yaml(infos: list[JournalInfo]) -> str:
+    """The hierarchical YAML of ``infos`` (hoisted, with revisions), as `apply` takes it."""
+    if not infos:
+        return ""
+    return yaml.safe_dump(hoist((i.spec, i.mod_revision) for i in infos), sort_keys=False)
+
+
+@journals_app.command("list")
+@_command
+def list_command(
+    selector: str = _selector_option(False),
+    label_columns: list[str] = typer.Option([], "-L", "--label-columns", help="Show this label as a column."),
+    primary: bool = typer.Option(False, "--primary", help="Show each journal's primary broker."),
+    output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
+) -> None:
+    """List journals matching a selector; -o yaml prints specs that `apply` takes back."""
+    with _client(broker) as client:
+        infos = client.list(selector)
+    if output is OutputFormat.yaml:
+        sys.stdout.write(journals_yaml(infos))
+    elif output is OutputFormat.json:
+        print_doc([i.to_dict() for i in infos], output)
+    else:
+        headers = ["NAME", *map(table_header, label_columns)] + (["PRIMARY"] if primary else [])
+        rows = [[i.name, *(",".join(i.spec.labels.values_of(lb)) or "<none>" for lb in label_columns)]
+                + ([i.primary] if primary else []) for i in infos]
+        print_table(headers, rows)
+
+
+def changes_from_yaml(text: str) -> list[Change]:
+    """Flatten every YAML document (a spec, a ``children`` tree, or a list of them)
+    into apply changes; ``revision`` becomes ``expect_mod_revision`` (0 = create)."""
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as err:
+        raise ValidationError("specs", f"invalid YAML: {err}") from None
+    changes = []
+    for doc in docs:
+        for tree in doc if isinstance(doc, list) else [doc]:
+            for spec, revision, delete in push_down(tree):
+                changes.append(Change(revision or BLIND, delete=spec.name) if delete
+                               else Change(revision, upsert=spec))
+    if not changes:
+        raise ValidationError("specs", "no JournalSpecs given")
+    return changes
+
+
+def _print_applied(revision: int, output: OutputFormat) -> None:
+    if output is OutputFormat.table:
+        print(f"successfully applied revision={revision}")
+    else:
+        print_doc({"revision": revision}, output)
+
+
+@journals_app.command("apply")
+@_command
+def apply_command(
+    specs: str = typer.Option("-", "-f", "--specs", help="YAML file of JournalSpecs ('-' = stdin)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print the changes; apply nothing."),
+    output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
+) -> None:
+    """Apply JournalSpecs (flat or hierarchical YAML) in one atomic change."""
+    text = sys.stdin.read() if specs == "-" else Path(specs).read_text()
+    changes = changes_from_yaml(text)
+    if dry_run:
+        print_doc({"dry_run": True, "changes": [c.to_dict() for c in changes]},
+                  OutputFormat.json if output is OutputFormat.json else OutputFormat.yaml)
+        return
+    with _client(broker) as client:
+        _print_applied(client.apply(changes), output)
+
+
+@journals_app.command("edit")
+@_command
+def edit_command(
+    selector: str = _selector_option(True),
+    output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
+) -> None:
+    """List matching specs, open them in $VISUAL/$EDITOR, apply what you save (kubectl edit)."""
+    with _client(broker) as client:
+        original = journals_yaml(_matched(client, selector))
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="herald-edit-", delete=False) as f:
+            f.write(original)
+        path = Path(f.name)
+        try:
+            subprocess.run([*config.editor_command(), str(path)], check=True)
+            edited = path.read_text()
+        except (OSError, subprocess.CalledProcessError) as err:
+            raise HeraldError(Status.INTERNAL, f"editor failed: {err}") from None
+        finally:
+            path.unlink(missing_ok=True)
+        if edited == original:
+            print("Edit cancelled, no changes made.")
+            return
+        _print_applied(client.apply(changes_from_yaml(edited)), output)
+
+
+# -- read -------------------------------------------------------------------------------------
+
+
+def _stdout() -> Any:
+    sys.stdout.flush()
+    return sys.stdout.buffer
+
+
+def _read_one(client: BrokerClient, journal: str, offset: int, block: bool, offload: bool) -> None:
+    """Copy one journal to stdout (non-blocking: up to its write head)."""
+    log.info("read started journal=%s offset=%d", journal, offset)
+    total = client.write_head(journal) - max(offset, 0) if sys.stderr.isatty() and not block else None
+    out = _stdout()
+    with RetryReader(client, journal, offset, block=block, offload=offload) as reader, \
+            progress(f"read {journal}", total) as bar:
+        for _at, chunk in reader:
+            out.write(chunk)
+            out.flush()
+            bar.advance(len(chunk))
+
+
+def _read_concurrently(client: BrokerClient, journals: list[str], offset: int, offload: bool) -> None:
+    """Blocking reads of several journals at once. Output is cut at line ends so
+    records of different journals never interleave (gazette issue #48)."""
+    lock, out = threading.Lock(), _stdout()
+    errors: list[BaseException] = []
+
+    def pump(journal: str) -> None:
+        pending = b""
+        try:
+            log.info("read started journal=%s offset=%d", journal, offset)
+            for _at, chunk in RetryReader(client, journal, offset, block=True, offload=offload):
+                pending += chunk
+                cut = pending.rfind(b"\n") + 1
+                if cut:
+                    with lock:
+                        out.write(pending[:cut])
+                        out.flush()
+                    pending = pending[cut:]
+        except BaseException as err:  # noqa: BLE001 — re-raised in the main thread.
+            errors.append(err)
+
+    threads = [threading.Thread(target=pump, args=(j,), daemon=True) for j in journals]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive() and not errors:
+            t.join(0.2)  # a timeout keeps Ctrl-C working.
+    if errors:
+        raise errors[0]
+
+
+@journals_app.command("read")
+@_command
+def read_command(
+    selector: str = _selector_option(True),
+    block: bool = typer.Option(False, "--block", help="Keep reading at the write head (until interrupted)."),
+    tail: bool = typer.Option(False, "--tail", help="Start at the write head (offset -1)."),
+    offset: int = typer.Option(0, "--offset", help="Start at this offset of each journal."),
+    offload: bool = typer.Option(False, "--offload", help="Read persisted fragments straight from their stores."),
+    broker: str = BROKER, log_level: str = LOG_LEVEL,
+) -> None:
+    """Copy journal content to stdout: each matching journal in turn, whole appends."""
+    start = -1 if tail else offset
+    with _client(broker) as client:
+        names = [i.name for i in _matched(client, selector)]
+        if block and len(names) > 1:
+            _read_concurrently(client, names, start, offload)
+            return
+        for name in names:
+            _read_one(client, name, start, block, offload)
+
+
+# -- append -----------------------------------------------------------------------------------
+
+
+def keyed_records(lines: Iterator[bytes]) -> Iterator[tuple[bytes, bytes]]:
+    """``(key, record)`` from alternating lines: a key alone on a line, then its record
+    (the seed's ``awk '{print $13}{print}'`` pipeline)."""
+    for key in lines:
+        record = next(lines, None)
+        if record is None:
+            raise ValidationError("stdin", "input ended after a key line without its record")
+        yield key.rstrip(b"\r\n"), record
+
+
+def _mapper(mapping: str, watched: WatchedList) -> Callable[[bytes], str]:
+    rnd = random.Random()
+    if mapping == "modulo":
+        return lambda key: modulo_mapping(key, watched.journals)
+    if mapping == "rendezvous":
+        return lambda key: rendezvous_mapping(key, watched.journals)
+    return lambda key: random_mapping(watched.journals, rnd)
+
+
+def _append_lines(client: BrokerClient, watched: WatchedList, mapping: str) -> None:
+    stdin = sys.stdin.buffer
+    lines = iter(stdin.readline, b"")
+    pairs = keyed_records(lines) if mapping != "random" else ((b"", line) for line in lines)
+    choose, failures = _mapper(mapping, watched), []
+
+    def note_failure(future: Any) -> None:
+        if future.exception() is not None:
+            failures.append(future.exception())
+
+    with AppendService(client) as service, progress("append") as bar:
+        for key, record in pairs:
+            if not record.endswith(b"\n"):
+                record += b"\n"
+            future = service.append(choose(key), record)
+            future.add_done_callback(note_failure)
+            bar.advance(len(record))
+            if failures:
+                break
+    log.info("appended %s", service.statistics())
+    if failures:
+        raise failures[0]
+
+
+@journals_app.command("append")
+@_command
+def append_command(
+    selector: str = _selector_option(True),
+    framing: str = typer.Option("none", "--framing", help="none (stdin is one append) or lines."),
+    mapping: str = typer.Option("random", "--mapping", help="random, modulo or rendezvous (lines only)."),
+    broker: str = BROKER, log_level: str = LOG_LEVEL,
+) -> None:
+    """Append stdin to journals matching the selector. With --framing lines each line
+    is a record; modulo/rendezvous take each record's key from the line before it."""
+    if framing not in ("none", "lines"):
+        raise ValidationError("framing", f"must be none or lines ({framing!r})")
+    if mapping not in ("random", "modulo", "rendezvous"):
+        raise ValidationError("mapping", f"must be random, modulo or rendezvous ({mapping!r})")
+    if framing == "none" and mapping != "random":
+        raise ValidationError("mapping", f"--mapping {mapping} needs --framing lines (a key line per record)")
+    with _client(broker) as client, WatchedList(client, selector) as watched:
+        if not watched.wait_ready(LIST_READY_TIMEOUT_S):
+            raise HeraldError(Status.INTERNAL, "the broker did not answer the journal list in time")
+        if not watched.journals:
+            raise NoJournalsError()
+        if framing == "lines":
+            _append_lines(client, watched, mapping)
+            return
+        content = sys.stdin.buffer.read()
+        if content:
+            result = client.append(random_mapping(watched.journals, random.Random()), content)
+            log.info("appended begin=%d end=%d", result.begin, result.end)
+
+
+# -- fragments / prune --------------------------------------------------------------------------
+
+
+def _fragment_rows(infos: list[FragmentInfo], now: float, with_url: bool) -> list[list[str]]:
+    rows = []
+    for info in infos:
+        f = info.fragment
+        row = [f.journal, str(f.begin), humanize_bytes(f.size),
+               humanize_age(now - f.mod_time) if f.mod_time else "", f.sum[:12] + "...", f.codec.name]
+        rows.append(row + ([info.signed_url or ""] if with_url else []))
+    return rows
+
+
+FRAGMENT_HEADERS = ["JOURNAL", "OFFSET", "LENGTH", "PERSISTED", "SHA1", "COMPRESSION"]
+
+
+@journals_app.command("fragments")
+@_command
+def fragments_command(
+    selector: str = _selector_option(True),
+    url_ttl: str = typer.Option("", "--url-ttl", help="Sign a URL per persisted fragment, valid this long (1m)."),
+    output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
+) -> None:
+    """List the fragments of matching journals (with signed URLs for batch readers)."""
+    ttl_s = parse_duration(url_ttl, "url-ttl") if url_ttl else 0
+    with _client(broker) as client:
+        infos = [f for j in _matched(client, selector) for f in client.fragments(j.name, signature_ttl_s=ttl_s)]
+    if output is not OutputFormat.table:
+        print_doc([f.to_dict() for f in infos], output)
+        return
+    print_table(FRAGMENT_HEADERS + (["URL"] if ttl_s else []), _fragment_rows(infos, time.time(), bool(ttl_s)))
+
+
+@journals_app.command("prune")
+@_command
+def prune_command(
+    selector: str = _selector_option(True),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be deleted; delete nothing."),
+    output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
+) -> None:
+    """Delete persisted fragments older than each journal's fragment.retention
+    (retention <= 0 keeps everything)."""
+    with _client(broker) as client:
+        removed = [f for j in _matched(client, selector) for f in client.prune(j.name, dry_run=dry_run)]
+    if output is not OutputFormat.table:
+        print_doc({"dry_run": dry_run, "removed": [f.fragment.to_dict() for f in removed]}, output)
+        return
+    if removed:
+        print_table(FRAGMENT_HEADERS, _fragment_rows(removed, time.time(), False))
+    size = sum(f.fragment.size for f in removed)
+    verb = "would prune" if dry_run else "pruned"
+    print(f"{verb} {len(removed)} fragments ({humanize_bytes(size)})", file=sys.stderr)

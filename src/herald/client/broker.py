@@ -1,0 +1,281 @@
+"""`BrokerClient` (sync) and `AsyncBrokerClient`: one method table, two runners.
+
+Each method is a sans-I/O operation from `herald.client._protocol` bound to the
+client with `_operation`; the client's ``_run`` drives it over `httpx.Client` or
+`httpx.AsyncClient`. So the sync and async APIs cannot drift apart: they are the
+same code. Reads stream, so they get small `Reader` / `AsyncReader` classes that
+share `_ReadState` for everything but the I/O.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import httpx
+
+from herald.client import _protocol as ops
+from herald.client._protocol import Request, Response
+from herald.client.models import ReadHead
+
+__all__ = ["AsyncBrokerClient", "AsyncReader", "BrokerClient", "Reader"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ADDRESS = "http://localhost:8080"
+
+
+def _build(http: httpx.Client | httpx.AsyncClient, req: Request, timeout: Any = None) -> httpx.Request:
+    kw: dict[str, Any] = {"params": req.params or None, "headers": req.headers or None}
+    if req.json is not None:
+        kw["json"] = req.json
+    if req.content is not None:
+        kw["content"] = req.content
+    if timeout is not None:
+        kw["timeout"] = timeout
+    return http.build_request(req.method, req.path, **kw)
+
+
+def _operation(fn: Callable[..., ops.Operation]) -> Callable[..., Any]:
+    """A client method running ``fn``'s operation: the value for `BrokerClient`,
+    an awaitable of it for `AsyncBrokerClient`."""
+
+    @functools.wraps(fn)
+    def method(self: _Methods, *args: Any, **kwargs: Any) -> Any:
+        return self._run(fn(*args, **kwargs))
+
+    return method
+
+
+class _Methods:
+    """The broker API, shared by both clients (see the module docstring)."""
+
+    _run: Callable[[ops.Operation], Any]
+
+    list = _operation(ops.list_journals)
+    apply = _operation(ops.apply_changes)
+    fragments = _operation(ops.list_fragments)
+    append = _operation(ops.append)
+    write_head = _operation(ops.write_head)
+    head = _operation(ops.head)
+    prune = _operation(ops.prune)
+
+    def __init__(self, address: str = DEFAULT_ADDRESS, timeout_s: float = 30.0) -> None:
+        self.address = address.rstrip("/")
+        self.timeout_s = timeout_s
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickles as its settings (Spark ships clients' settings to executors).
+        return (type(self), (self.address, self.timeout_s))
+
+    def _stream_timeout(self, block: bool) -> httpx.Timeout:
+        """A blocking read or watch may be idle for as long as nothing is written."""
+        return httpx.Timeout(self.timeout_s, read=None if block else self.timeout_s)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.address!r})"
+
+
+class BrokerClient(_Methods):
+    """Blocking client of one broker. Thread-safe (httpx.Client is); picklable
+    settings only (``address``, ``timeout_s``), so build it where it is used.
+
+        with BrokerClient("http://localhost:8080") as client:
+            client.append("example/journal", b'{"Msg": "hi"}\\n')
+            for offset, chunk in client.read("example/journal"):
+                ...
+
+    Methods raise the typed `HeraldError` the broker sent, or `httpx.TransportError`
+    when the broker cannot be reached.
+    """
+
+    def __init__(self, address: str = DEFAULT_ADDRESS, timeout_s: float = 30.0) -> None:
+        super().__init__(address, timeout_s)
+        self.http = httpx.Client(base_url=self.address, timeout=timeout_s)
+
+    def _run(self, op: ops.Operation) -> Any:
+        try:
+            req = next(op)
+            while True:
+                r = self.http.send(_build(self.http, req))
+                req = op.send(Response(r.status_code, r.headers, r.content))
+        except StopIteration as done:
+            return done.value
+
+    def read(self, journal: str, offset: int = 0, end_offset: int = 0, block: bool = False) -> Reader:
+        """An iterator of ``(offset, chunk)`` from ``offset`` (−1 = write head). Without
+        ``block`` it ends at the write head; a read with nothing to return raises
+        `OffsetNotYetAvailableError`."""
+        return Reader(self, journal, offset, end_offset, block)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> BrokerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncBrokerClient(_Methods):
+    """The asyncio twin of `BrokerClient`: the same methods, awaited."""
+
+    def __init__(self, address: str = DEFAULT_ADDRESS, timeout_s: float = 30.0) -> None:
+        super().__init__(address, timeout_s)
+        self.http = httpx.AsyncClient(base_url=self.address, timeout=timeout_s)
+
+    async def _run(self, op: ops.Operation) -> Any:
+        try:
+            req = next(op)
+            while True:
+                r = await self.http.send(_build(self.http, req))
+                req = op.send(Response(r.status_code, r.headers, r.content))
+        except StopIteration as done:
+            return done.value
+
+    def read(self, journal: str, offset: int = 0, end_offset: int = 0, block: bool = False) -> AsyncReader:
+        return AsyncReader(self, journal, offset, end_offset, block)
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def __aenter__(self) -> AsyncBrokerClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+# -- reads ----------------------------------------------------------------------------------
+
+
+class _ReadState:
+    """What a read knows, whatever drives its I/O: the next offset, the last head
+    seen, and any offset jump (Content-Range start beyond the asked offset)."""
+
+    def __init__(self, journal: str, offset: int, end_offset: int, block: bool) -> None:
+        self.journal, self.offset, self.end_offset, self.block = journal, offset, end_offset, block
+        self.head: ReadHead | None = None
+        self.jumped: list[tuple[int, int]] = []
+
+    def request(self) -> Request:
+        return ops.read_request(self.journal, self.offset, self.block, self.end_offset)
+
+    def on_response(self, status: int, headers: Any, error_body: Callable[[], bytes]) -> None:
+        if status != 206:
+            ops.raise_for_error(Response(status, headers, error_body()), ok=(206,))
+        head = ReadHead.from_headers(headers, self.offset)
+        if self.offset >= 0 and head.offset > self.offset:
+            log.warning("journal=%s offset jump from %d to %d (pruned or missing content)",
+                        self.journal, self.offset, head.offset)
+            self.jumped.append((self.offset, head.offset))
+        log.debug("read is ready journal=%s offset=%d write_head=%d fragment=%s location=%s",
+                  self.journal, head.offset, head.write_head, head.fragment_name, head.fragment_location)
+        self.head, self.offset = head, head.offset
+
+    def on_chunk(self, chunk: bytes) -> tuple[int, bytes]:
+        at = self.offset
+        self.offset += len(chunk)
+        return at, chunk
+
+    @property
+    def write_head(self) -> int | None:
+        return self.head.write_head if self.head else None
+
+
+class Reader:
+    """A streaming read: iterate ``(offset, chunk)``; ``.offset`` is the next offset,
+    ``.head`` the read's metadata, ``.jumped`` any offset jumps. Close it (or
+    exhaust it) to release the connection. Not restartable: see `RetryReader`."""
+
+    def __init__(self, client: BrokerClient, journal: str, offset: int = 0, end_offset: int = 0,
+                 block: bool = False) -> None:
+        self._client = client
+        self._state = _ReadState(journal, offset, end_offset, block)
+        self._response: httpx.Response | None = None
+        self._chunks: Iterator[tuple[int, bytes]] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("journal", "offset", "end_offset", "block", "head", "jumped", "write_head"):
+            return getattr(self._state, name)
+        raise AttributeError(name)
+
+    def __iter__(self) -> Reader:
+        return self
+
+    def __next__(self) -> tuple[int, bytes]:
+        if self._chunks is None:
+            self._chunks = self._stream()
+        return next(self._chunks)
+
+    def open(self) -> ReadHead:
+        """Send the read and parse its head (blocks until the broker positions the
+        read). Iterating opens implicitly; raises the broker's typed error."""
+        if self._response is None:
+            http = self._client.http
+            req = _build(http, self._state.request(), self._client._stream_timeout(self._state.block))
+            self._response = resp = http.send(req, stream=True)
+            try:
+                self._state.on_response(resp.status_code, resp.headers, resp.read)
+            except BaseException:
+                resp.close()
+                raise
+        assert self._state.head is not None
+        return self._state.head
+
+    def _stream(self) -> Iterator[tuple[int, bytes]]:
+        self.open()
+        assert self._response is not None
+        try:
+            for chunk in self._response.iter_raw():
+                if chunk:
+                    yield self._state.on_chunk(chunk)
+        finally:
+            self._response.close()
+
+    def close(self) -> None:
+        """Release the connection. Safe from another thread: an iteration blocked
+        there ends with a transport error."""
+        if self._response is not None:
+            self._response.close()
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncReader:
+    """`Reader` for `AsyncBrokerClient`: ``async for offset, chunk in reader``."""
+
+    def __init__(self, client: AsyncBrokerClient, journal: str, offset: int = 0, end_offset: int = 0,
+                 block: bool = False) -> None:
+        self._client = client
+        self._state = _ReadState(journal, offset, end_offset, block)
+        self._response: httpx.Response | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("journal", "offset", "end_offset", "block", "head", "jumped", "write_head"):
+            return getattr(self._state, name)
+        raise AttributeError(name)
+
+    async def __aiter__(self) -> AsyncIterator[tuple[int, bytes]]:
+        http = self._client.http
+        req = _build(http, self._state.request(), self._client._stream_timeout(self._state.block))
+        self._response = resp = await http.send(req, stream=True)
+        try:
+            body = await resp.aread() if resp.status_code != 206 else b""
+            self._state.on_response(resp.status_code, resp.headers, lambda: body)
+            async for chunk in resp.aiter_raw():
+                if chunk:
+                    yield self._state.on_chunk(chunk)
+        finally:
+            await resp.aclose()
+
+    async def aclose(self) -> None:
+        if self._response is not None:
+            await self._response.aclose()
