@@ -134,3 +134,21 @@ def test_stopped_replica_never_lets_an_append_be_acknowledged_without_it(cluster
     content = httpx.get(f"{primary.url}/partition/journal", params={"block": "true", "end_offset": end},
                         timeout=60).content
     assert content.startswith(b"before\n") and content.endswith(b"after\n")
+
+
+def test_members_list_and_journals_list_primary_show_the_cluster(cluster):
+    from typer.testing import CliRunner
+
+    from herald.cli.main import app
+
+    url = next(iter(cluster.values())).url
+    apply_specs(url, dict(journal_spec("cli/journal"), replication=2))
+    route = wait_for_route(url, "cli/journal", 2)
+    runner = CliRunner()
+    members = runner.invoke(app, ["members", "list", "--broker", url])
+    assert members.exit_code == 0, members.output
+    for zone in "abc":
+        assert f"b{zone}" in members.output
+    listed = runner.invoke(app, ["journals", "list", "--primary", "--broker", url])
+    assert listed.exit_code == 0, listed.output
+    assert route["members"][0]["suffix"] in listed.output

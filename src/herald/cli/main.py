@@ -11,6 +11,7 @@ import sys
 import typer
 
 from herald.cli.journals import journals_app
+from herald.cli.members import members_app
 from herald.cli.serve import serve_command
 from herald.protocol.errors import HeraldError
 
@@ -18,6 +19,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
                   help="Herald: journals, fragments and exactly-once messages, with pipelines on Spark.")
 app.command("serve")(serve_command)
 app.add_typer(journals_app, name="journals")
+app.add_typer(members_app, name="members")
 
 
 def main() -> None:
