@@ -402,7 +402,8 @@ class Journal:
             self._wake_readers()
             return spool.fragment().sum
 
-    async def sync_to(self, end: int, registers: LabelSet, fragment_begin: int) -> tuple[int, LabelSet]:
+    async def sync_to(self, end: int, registers: LabelSet,
+                      fragment_begin: int) -> tuple[int, int, LabelSet]:
         """A peer's side of a pipeline sync: roll forward to ``end`` if behind.
 
         A replica ahead of the primary answers with its own end and registers, and
@@ -413,9 +414,14 @@ class Journal:
             assert spool is not None
             if spool.end < end:
                 self.roll_forward(end, registers)
-            elif spool.end == end and spool.begin != fragment_begin:
-                self._roll()
-            return self._spool.end, self._spool.registers  # type: ignore[union-attr]
+            elif spool.end == end and spool.begin != fragment_begin and fragment_begin == end:
+                self._roll()  # the primary just rolled: start the next fragment with it
+            return self.spool_position()
+
+    def roll(self) -> None:
+        """Complete the current spool now (it is persisted next). Callers hold the
+        spool lock (the append task does)."""
+        self._roll()
 
     def roll_forward(self, end: int, registers: LabelSet) -> None:
         """Start a new spool at ``end`` (bytes before it come from another replica's

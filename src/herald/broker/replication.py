@@ -3,7 +3,7 @@
 Protocol (broker to broker, JSON errors as everywhere):
 
 - ``POST /v1/replicate/sync?journal=J`` ``{end, registers, fragment_begin}``: the
-  peer rolls forward to ``end`` if it is behind and answers its ``{end, registers}``.
+  peer rolls forward to ``end`` if it is behind and answers ``{begin, end, registers}``.
   An answer ahead of the primary makes the primary roll forward to it: the most
   advanced replica wins, so no byte any replica committed is dropped.
 - ``POST /v1/replicate/append?journal=J&begin=B&fragment_begin=F`` with the group's
@@ -42,27 +42,37 @@ class Pipeline:
         self.synced = False
 
     async def sync(self, journal) -> None:
-        """Bring every peer to the primary's end (or the primary to the furthest peer's)."""
+        """Bring every peer to the primary's end (or the primary to the furthest peer's).
+
+        Afterwards every replica's spool begins and ends where the primary's does, so
+        their fragments are identical and persist under the same names.
+        """
         answers = await self._scatter_sync(journal)
-        furthest_end, registers = max(answers, key=lambda a: a[0])
-        if furthest_end > journal.write_head:
-            journal.roll_forward(furthest_end, registers)
+        furthest = max(answers, key=lambda a: a[1])
+        if furthest[1] > journal.write_head:
+            journal.roll_forward(furthest[1], furthest[2])
             answers = await self._scatter_sync(journal)
-        if any(end != journal.write_head for end, _ in answers):
+        elif any(a[:2] != journal.spool_position()[:2] for a in answers):
+            # A peer lacks bytes only our spool holds (it restarted, or just joined), or
+            # cut its fragment elsewhere: roll, so our bytes persist now, the peer fills
+            # its hole from the store, and all start the next fragment together.
+            journal.roll()
+            answers = await self._scatter_sync(journal)
+        if any(a[:2] != journal.spool_position()[:2] for a in answers):
             raise HeraldError(Status.PROPOSAL_MISMATCH, "replicas disagree after sync; retrying")
         self.synced = True
         await self.advertise()
         log.info("journal=%s pipeline synced at %d with %d peers", self.journal,
                  journal.write_head, len(self.peers))
 
-    async def _scatter_sync(self, journal) -> list[tuple[int, LabelSet]]:
+    async def _scatter_sync(self, journal) -> list[tuple[int, int, LabelSet]]:
         begin, end, registers = journal.spool_position()
         body = {"end": end, "registers": registers.to_list(), "fragment_begin": begin}
         return await asyncio.gather(*(self._sync_peer(peer, body) for peer in self.peers))
 
-    async def _sync_peer(self, peer: str, body: dict) -> tuple[int, LabelSet]:
+    async def _sync_peer(self, peer: str, body: dict) -> tuple[int, int, LabelSet]:
         doc = await self._post(peer, "/v1/replicate/sync", {"journal": self.journal}, orjson.dumps(body))
-        return doc["end"], LabelSet.from_list(doc["registers"])
+        return doc["begin"], doc["end"], LabelSet.from_list(doc["registers"])
 
     async def replicate(self, fragment_begin: int, begin: int, content: bytes,
                         registers: LabelSet) -> list[str]:
@@ -110,9 +120,9 @@ def _int(request: web.Request, key: str) -> int:
 async def handle_sync(request: web.Request) -> web.Response:
     journal = _replica(request)
     body = orjson.loads(await request.read())
-    end, registers = await journal.sync_to(body["end"], LabelSet.from_list(body["registers"]),
-                                           body["fragment_begin"])
-    return web.json_response({"end": end, "registers": registers.to_list()}, dumps=_dumps)
+    begin, end, registers = await journal.sync_to(body["end"], LabelSet.from_list(body["registers"]),
+                                                  body["fragment_begin"])
+    return web.json_response({"begin": begin, "end": end, "registers": registers.to_list()}, dumps=_dumps)
 
 
 async def handle_append(request: web.Request) -> web.Response:
