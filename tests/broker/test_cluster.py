@@ -193,3 +193,37 @@ def test_replicas_persist_identical_fragments(cluster, tmp_path):
     assert spans == sorted(spans)
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))  # no overlaps, no gaps
     assert spans[0][0] == 0 and spans[-1][1] == sum(map(len, payload))
+
+
+def test_losing_the_etcd_leader_loses_no_acknowledged_byte(broker_factory, tmp_path):
+    """Brokers on a 3-member etcd: kill -9 the etcd leader under a continuous writer."""
+    from herald.testing.etcd import EtcdCluster
+
+    etcds = EtcdCluster(tmp_path / "etcd").start()
+    try:
+        brokers = [broker_factory(tmp_path / f"d{i}", tmp_path / "store", "--etcd", m.url,
+                                  "--zone", zone, "--id", f"e{zone}", "--etcd.lease", LEASE)
+                   for i, (m, zone) in enumerate(zip(etcds.members, "abc"))]
+        apply_specs(brokers[0].url, dict(journal_spec("etcd/journal"), replication=3))
+        wait_for_route(brokers[0].url, "etcd/journal", 3)
+        leader = etcds.leader()
+        writer_broker = next(b for b, m in zip(brokers, etcds.members) if m is not leader)
+        acked = []
+        for i in range(200):
+            if i == 50:
+                leader.stop()  # kill -9 of the etcd leader mid-stream
+            body = f"rec {i}\n".encode()
+            for _attempt in range(100):
+                resp = httpx.put(f"{writer_broker.url}/etcd/journal", content=body, timeout=30)
+                if resp.status_code == 204:
+                    acked.append((int(resp.headers["X-Commit-Begin"]), body))
+                    break
+                assert resp.status_code == 503, resp.text
+        assert len(acked) == 200
+        end = max(b + len(body) for b, body in acked)
+        content = httpx.get(f"{writer_broker.url}/etcd/journal",
+                            params={"block": "true", "end_offset": end}, timeout=60).content
+        for begin, body in acked:
+            assert content[begin:begin + len(body)] == body
+    finally:
+        etcds.stop()

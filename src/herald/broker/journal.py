@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 MAX_GROUP_BYTES = 64 << 20
 PERSIST_RETRY_S = (0.5, 1, 2, 5, 10, 30)
+SYNC_RETRY_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +222,8 @@ class Journal:
                 log.warning("journal=%s replication sync failed: %s", self.spec.name, err.message)
                 for pending in group:
                     pending.future.set_exception(err)
+                # Peers may lag our view of the route by a moment: try again shortly.
+                asyncio.get_running_loop().call_later(SYNC_RETRY_S, self.poke)
                 return
         if group:
             await self._commit_group(group)
@@ -334,7 +337,7 @@ class Journal:
                             self.spec.name, done.fragment.content_name, store.url, delay, err)
                 attempt += 1
                 health = health_of(store)
-                health.poke()  # re-probe now: appends see the outage, and retry on recovery.
+                health.report_failure(err)  # appends wait from now on; re-probed at once.
                 await health.wait_recovery(delay)
         self.index.add_remote(fragment)
         self.index.drop_local(done.fragment.begin)

@@ -28,14 +28,16 @@ from herald.protocol.labels import LabelSet
 log = logging.getLogger(__name__)
 
 REPLICATION_TIMEOUT_S = 10.0
+PRIMARY_HEADER = "X-Herald-Primary"
 
 
 class Pipeline:
     """A primary's replication to one journal's peers (owned by its append task)."""
 
     def __init__(self, journal: str, peers: list[str], session: aiohttp.ClientSession,
-                 advertise: Callable[[], Awaitable[None]]):
+                 advertise: Callable[[], Awaitable[None]], primary: str = ""):
         self.journal = journal
+        self.primary = primary  # our member id: peers refuse a primary their route disagrees with
         self.peers = peers
         self.session = session
         self.advertise = advertise
@@ -85,6 +87,7 @@ class Pipeline:
 
     async def _post(self, peer: str, path: str, params: dict, body: bytes,
                     headers: dict | None = None) -> dict:
+        headers = {**(headers or {}), PRIMARY_HEADER: self.primary}
         try:
             async with self.session.post(f"{peer}{path}", params=params, data=body, headers=headers,
                                          timeout=aiohttp.ClientTimeout(total=REPLICATION_TIMEOUT_S)) as resp:
@@ -102,11 +105,22 @@ class Pipeline:
 
 
 def _replica(request: web.Request):
+    """The local replica a primary writes to — only if our route agrees it is primary.
+
+    A deposed primary (its lease expired, e.g. partitioned from etcd) may still send
+    writes; refusing them with WRONG_ROUTE keeps two primaries from ever both
+    acknowledging appends through the same peers.
+    """
     broker = request.app["broker"]
     name = request.query.get("journal", "")
     journal = broker.journals.get(name)
     if journal is None:
         raise HeraldError(Status.NOT_JOURNAL_BROKER, f"this broker is not a replica of {name}", "journal")
+    primary = broker.route(name).primary_member
+    if str(primary) != request.headers.get(PRIMARY_HEADER, ""):
+        raise HeraldError(Status.WRONG_ROUTE,
+                          f"{request.headers.get(PRIMARY_HEADER)} is not the primary of {name} here "
+                          f"(route says {primary})", "journal")
     return journal
 
 

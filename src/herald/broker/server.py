@@ -82,5 +82,9 @@ async def serve(settings: BrokerSettings, ready=print) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     ready(f"herald broker listening on {endpoint}")
-    await stop.wait()
+    lease_lost = asyncio.ensure_future(broker.lease_lost.wait())
+    await asyncio.wait([asyncio.ensure_future(stop.wait()), lease_lost],
+                       return_when=asyncio.FIRST_COMPLETED)
     await broker.stop()
+    if lease_lost.done():
+        raise SystemExit("herald: the broker's etcd lease expired; exiting so it can rejoin afresh")

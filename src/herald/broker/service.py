@@ -52,6 +52,7 @@ class Broker:
         self._keyspace_changed = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._runner: web.AppRunner | None = None
+        self.lease_lost = asyncio.Event()
 
     @property
     def is_cluster(self) -> bool:
@@ -114,7 +115,8 @@ class Broker:
             journal.pipeline = None
         elif old is None or old.peers != peers:
             name = journal.spec.name
-            journal.pipeline = Pipeline(name, peers, self.session, lambda: self._advertise(name))
+            journal.pipeline = Pipeline(name, peers, self.session, lambda: self._advertise(name),
+                                        primary=str(self.member_id))
             journal.poke()  # sync the new peerset now, without waiting for an append
 
     async def _advertise(self, name: str) -> None:
@@ -188,10 +190,16 @@ class Broker:
         await self.keyspace.announce(Member(self.member_id, self.endpoint), ttl)
         self.keyspace.on_change(lambda _rev: self._signal_keyspace_change())
         allocator = Allocator(self.keyspace, self.member_id)
-        self._tasks = [asyncio.create_task(self.keyspace.keep_alive(ttl), name="lease-keepalive"),
+        self._tasks = [asyncio.create_task(self._keep_lease(ttl), name="lease-keepalive"),
                        asyncio.create_task(allocator.run(), name="allocator"),
                        asyncio.create_task(self._follow_keyspace(), name="resolver")]
         log.info("joined cluster etcd=%s member=%s", self.settings.etcd, self.member_id)
+
+    async def _keep_lease(self, ttl_s: int) -> None:
+        await self.keyspace.keep_alive(ttl_s)
+        for journal in self.journals.values():  # stop acting as primary at once
+            journal.is_primary, journal.pipeline = False, None
+        self.lease_lost.set()
 
     async def _follow_keyspace(self) -> None:
         while not self.stopping.is_set():

@@ -25,6 +25,8 @@ from herald.protocol.journal import JournalSpec
 
 log = logging.getLogger(__name__)
 
+ELECTION_GRACE_S = 10.0
+
 
 @dataclass(frozen=True, slots=True)
 class KeyValue:
@@ -210,17 +212,31 @@ class EtcdKeySpace:
         return announced
 
     async def keep_alive(self, ttl_s: int) -> None:
-        """Refresh our lease every third of its TTL, forever (cancel to stop)."""
+        """Refresh our lease every third of its TTL; return when the lease is lost.
+
+        A broker whose lease expired (it was stopped, or cut off from etcd, past the
+        TTL) has had its assignments handed to others, so it must stop acting on its
+        old view: the caller shuts the broker down (brokers are cattle; a restart
+        re-joins with a fresh lease).
+        """
+        loop = asyncio.get_running_loop()
+        # etcd renews every lease when it elects a new leader, so refreshes failing for a
+        # while (an election) is not expiry; only a long silence, or etcd saying so, is.
+        grace_s = ttl_s + ELECTION_GRACE_S
+        valid_until = loop.time() + grace_s
         while True:
             await asyncio.sleep(max(ttl_s / 3, 0.5))
             try:
                 alive = (await self.client.refresh_lease(self._lease.id)).TTL > 0
             except aetcd.exceptions.ClientError as err:
                 log.warning("lease refresh failed (%s); retrying", err)
-                continue
-            if not alive:  # we were stopped or partitioned past the TTL: join again
-                log.warning("member lease expired; announcing %s again", self._member.id)
-                await self.announce(self._member, ttl_s)
+                alive = loop.time() < valid_until
+                if alive:
+                    continue
+            if not alive or loop.time() > valid_until:
+                log.error("member lease of %s expired: leaving the cluster", self._member.id)
+                return
+            valid_until = loop.time() + grace_s
 
     async def revoke(self) -> None:
         await self.client.revoke_lease(self._lease.id)

@@ -22,27 +22,34 @@ def free_port() -> int:
 
 
 class EtcdProcess:
-    """One single-member etcd cluster; ``url`` is its client URL."""
+    """One etcd member (alone, or one of an ``EtcdCluster``); ``url`` is its client URL."""
 
-    def __init__(self, data_dir: Path):
+    def __init__(self, data_dir: Path, name: str = "t"):
         self.data_dir = Path(data_dir)
+        self.name = name
         self.client_port, self.peer_port = free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.client_port}"
+        self.peer_url = f"http://127.0.0.1:{self.peer_port}"
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "EtcdProcess":
+    def start(self, initial_cluster: str | None = None, wait: bool = True) -> "EtcdProcess":
         binary = shutil.which("etcd")
         if binary is None:
             raise RuntimeError("etcd is not installed (make test installs Debian's etcd-server)")
-        peer = f"http://127.0.0.1:{self.peer_port}"
         self.proc = subprocess.Popen(
-            [binary, "--name", "t", "--data-dir", str(self.data_dir),
+            [binary, "--name", self.name, "--data-dir", str(self.data_dir),
              "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
-             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-             "--initial-cluster", f"t={peer}", "--log-level", "error"],
+             "--listen-peer-urls", self.peer_url, "--initial-advertise-peer-urls", self.peer_url,
+             "--initial-cluster", initial_cluster or f"{self.name}={self.peer_url}",
+             "--initial-cluster-state", "new", "--log-level", "error"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-        self._await_healthy()
+        if wait:
+            self._await_healthy()
         return self
+
+    def status(self) -> dict:
+        """etcd's maintenance status (member id, leader id) via its JSON gateway."""
+        return httpx.post(f"{self.url}/v3/maintenance/status", json={}, timeout=5).json()
 
     def _await_healthy(self) -> None:
         """Poll /health until etcd answers (its start has no ready line to wait on)."""
@@ -62,3 +69,31 @@ class EtcdProcess:
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
+
+
+class EtcdCluster:
+    """A three-member etcd cluster on loopback (for losing a leader)."""
+
+    def __init__(self, data_dir: Path, size: int = 3):
+        self.members = [EtcdProcess(Path(data_dir) / f"m{i}", f"m{i}") for i in range(size)]
+
+    def start(self) -> "EtcdCluster":
+        initial = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
+        for member in self.members:
+            member.start(initial, wait=False)
+        for member in self.members:
+            member._await_healthy()
+        return self
+
+    def leader(self) -> EtcdProcess:
+        for member in self.members:
+            if member.proc and member.proc.poll() is None:
+                status = member.status()
+                for candidate in self.members:
+                    if candidate.proc.poll() is None and candidate.status()["header"]["member_id"] == status["leader"]:
+                        return candidate
+        raise RuntimeError("no etcd leader")
+
+    def stop(self) -> None:
+        for member in self.members:
+            member.stop()
