@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import random
 import struct
 
 import cramjam
@@ -107,7 +108,7 @@ def test_truncated_input_is_an_error(codec: CompressionCodec) -> None:
 
 @pytest.mark.parametrize("codec", [c for c in COMPRESSED if c is not CompressionCodec.ZSTANDARD])
 def test_corrupt_input_of_checksummed_formats_is_an_error(codec: CompressionCodec) -> None:
-    compressed = bytearray(compress(os.urandom(20) * 1000, codec))
+    compressed = bytearray(compress(random.Random(20261122).randbytes(20) * 1000, codec))  # fixed: no flakes
     compressed[len(compressed) // 2] ^= 0xFF
     with pytest.raises(CodecError):
         decompress(bytes(compressed), codec)

@@ -9,6 +9,7 @@ Headers follow Gazette's gateway (``X-Write-Head``, ``X-Commit-Begin/End/SHA1-Su
 from __future__ import annotations
 
 import email.utils
+import logging
 import time
 from urllib.parse import unquote
 
@@ -23,6 +24,8 @@ from herald.protocol.errors import (HeraldError, JournalNotFoundError, OffsetNot
                                     Status, ValidationError)
 from herald.protocol.journal import JournalFlags, validate_journal_name
 from herald.protocol.labels import LabelSelector, LabelSet
+
+log = logging.getLogger(__name__)
 
 MAX_OFFSET = (1 << 63) - 1
 READ_PARAMS = {"offset", "block", "end_offset"}
@@ -227,9 +230,15 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
     response.content_type = "application/octet-stream"
     await response.prepare(request)
     counter = METRICS.read_bytes.labels(journal.spec.name)
-    async for _offset, chunk in stream(journal, offset, block, end_offset, broker.stopping):
-        await response.write(chunk)
-        counter.inc(len(chunk))
+    try:
+        async for _offset, chunk in stream(journal, offset, block, end_offset, broker.stopping):
+            await response.write(chunk)
+            counter.inc(len(chunk))
+    except OSError as err:
+        # The status line is already sent: end the stream early; the client sees the
+        # offset it got to and retries there (RetryReader does).
+        log.warning("journal=%s read at %d ended: fragment store error: %s", journal.spec.name, offset, err)
+        return response
     await response.write_eof()
     return response
 

@@ -113,7 +113,11 @@ class Journal:
         codec = self.spec.fragment.compression_codec
         recovered, registers = await loop.run_in_executor(
             None, recover_spools, self.directory, self.spec.name, codec)
-        self.index.replace_remote(await self._list_stores())
+        try:
+            self.index.replace_remote(await self._list_stores())
+        except OSError as err:  # a store that is down must not keep the broker from starting
+            log.warning("journal=%s store listing failed at start (retrying): %s", self.spec.name, err)
+            self._refresh_now.set()
         for spool in recovered:
             self.index.add_local(spool.fragment, spool.path)
             self._to_persist.put_nowait(_Completed(spool.fragment, spool.path, spool.commits_path))

@@ -12,7 +12,7 @@ with FRAGMENT_STORE_UNHEALTHY otherwise; the persister wakes early on recovery::
 
     health = health_of(store)          # one checker per Store, per event loop
     await health.require_healthy()     # or raise HeraldError(FRAGMENT_STORE_UNHEALTHY)
-    health.poke()                      # "an upload just failed: probe again now"
+    health.report_failure(err)         # an upload failed: unhealthy until a probe passes
     await health.wait_recovery(30.0)   # True once unhealthy → healthy happens
 
 Probes run in an executor (they block on store I/O); everything else runs on the
@@ -109,6 +109,8 @@ class StoreHealth:
         self._changed = asyncio.Event()
         self._recovered = asyncio.Event()
         self._poked = asyncio.Event()
+        self._probing = False
+        self._probe_failed = False
         self._task: asyncio.Task | None = None
 
     # -- state ---------------------------------------------------------------------
@@ -135,9 +137,17 @@ class StoreHealth:
             await asyncio.gather(self._task, return_exceptions=True)
 
     def poke(self) -> None:
-        """Probe now rather than at the next scheduled time (say, after an upload
-        failed). Cheap; calls while a probe runs coalesce into one more probe."""
+        """Probe now rather than at the next scheduled time. Cheap; calls while a
+        probe runs coalesce into one more probe."""
         self._poked.set()
+
+    def report_failure(self, error: BaseException | str) -> None:
+        """The store just failed a real operation (an upload): count it as a failed
+        check, so appends wait from now on, and probe again at once to find out
+        whether it was a blip. Only a probe ever marks the store healthy again."""
+        self._record(error if isinstance(error, str) else f"{type(error).__name__}: {error}",
+                     probed=False)
+        self.poke()
 
     # -- waiting -------------------------------------------------------------------
 
@@ -164,8 +174,24 @@ class StoreHealth:
         raise HeraldError(Status.FRAGMENT_STORE_UNHEALTHY,
                           f"fragment store {self.store.url} is unhealthy: {detail}", "journal")
 
+    async def check_now(self, timeout_s: float = PROBE_TIMEOUT_S * 2) -> HealthState:
+        """Probe now and return the outcome of a probe that started after this call
+        (one already running may predate a change, so it does not count)."""
+        target = self._checks + (2 if self._probing else 1)
+        self.poke()
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while self._checks < target:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                raise TimeoutError(f"no health check of {self.store.url} in {timeout_s:g}s")
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                pass
+        return self.statistics()
+
     async def wait_recovery(self, timeout_s: float) -> bool:
-        """True if the store goes from unhealthy to healthy within ``timeout_s``:
+        """True if a probe passes after a failed one within ``timeout_s``:
         a failed upload waits on this rather than a blind sleep, so it is retried
         as soon as the store is back, yet not in a tight loop while it is down."""
         try:
@@ -191,6 +217,7 @@ class StoreHealth:
 
     async def _probe_once(self) -> str | None:
         loop = asyncio.get_running_loop()
+        self._probing = True
         try:
             await asyncio.wait_for(loop.run_in_executor(None, probe, self.store, self._name),
                                    PROBE_TIMEOUT_S)
@@ -201,13 +228,17 @@ class StoreHealth:
                 log.warning("store=%s probe raised %s", self.store.url, type(err).__name__,
                             exc_info=True)
             return f"{type(err).__name__}: {err}"
+        finally:
+            self._probing = False
         return None
 
-    def _record(self, error: str | None) -> None:
-        was_healthy = self._healthy
-        self._checks += 1
-        self._checked = True
-        self._last_check_unix = time.time()
+    def _record(self, error: str | None, probed: bool = True) -> None:
+        was_healthy, outage = self._healthy, self._probe_failed
+        if probed:
+            self._checks += 1
+            self._checked = True
+            self._last_check_unix = time.time()
+            self._probe_failed = error is not None
         self._healthy = error is None
         self._failures = 0 if error is None else self._failures + 1
         if error is not None:
@@ -215,7 +246,9 @@ class StoreHealth:
         if was_healthy != self._healthy:
             log.log(logging.INFO if self._healthy else logging.WARNING,
                     "store=%s healthy=%s error=%s", self.store.url, self._healthy, error or "")
-        if self._healthy and not was_healthy:
+        if self._healthy and outage:
+            # A recovery is a passing probe after a failed one: a reported upload
+            # failure that the next probe does not confirm wakes no retry early.
             self._recovered.set()
             self._recovered = asyncio.Event()
         self._changed.set()

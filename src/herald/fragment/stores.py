@@ -46,6 +46,7 @@ import fsspec
 
 from herald.protocol.errors import ValidationError
 from herald.protocol.fragment import Fragment, parse_content_path
+from herald.protocol.journal import STORE_QUERY_ARGS
 
 __all__ = [
     "FileStore",
@@ -243,21 +244,8 @@ def list_fragments(store: Store, journal: str, *, with_postfixes: bool = False) 
 # --- URL handling -----------------------------------------------------------------
 
 
-_ALLOWED_ARGS: Mapping[str, Mapping[str, str]] = {
-    # Lower-cased query name -> our keyword.
-    "file": {},
-    "s3": {
-        "endpoint": "endpoint",
-        "region": "region",
-        "profile": "profile",
-        "acl": "ACL",
-        "storageclass": "StorageClass",
-        "sse": "ServerSideEncryption",
-        "ssekmskeyid": "SSEKMSKeyId",
-    },
-    "gs": {},
-    "az": {"account": "account"},
-}
+# The table lives in protocol so a spec naming an unknown argument is refused at apply.
+_ALLOWED_ARGS: Mapping[str, Mapping[str, str]] = STORE_QUERY_ARGS
 
 
 def _query_args(url: str, query: str, allowed: Mapping[str, str], field: str) -> dict[str, str]:

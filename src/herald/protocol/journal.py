@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from herald.protocol._duration import format_duration, parse_duration
 from herald.protocol.errors import ValidationError, with_field_prefix
@@ -152,6 +152,19 @@ def _check_keys(d: Any, allowed: tuple[str, ...]) -> None:
             raise ValidationError(str(key), f"unknown field (expected one of {', '.join(allowed)})")
 
 
+#: Store URL schemes and the query arguments each accepts (lower-cased name -> the
+#: backend's keyword). fragment/stores.py opens stores with it; here it lets apply
+#: refuse a spec whose store could never open.
+STORE_QUERY_ARGS: dict[str, dict[str, str]] = {
+    "file": {},
+    "s3": {"endpoint": "endpoint", "region": "region", "profile": "profile", "acl": "ACL",
+           "storageclass": "StorageClass", "sse": "ServerSideEncryption",
+           "ssekmskeyid": "SSEKMSKeyId"},
+    "gs": {},
+    "az": {"account": "account"},
+}
+
+
 def _validate_store_url(url: Any, field: str) -> None:
     if not isinstance(url, str):
         raise ValidationError(field, f"expected a URL string ({url!r})")
@@ -160,6 +173,13 @@ def _validate_store_url(url: Any, field: str) -> None:
         raise ValidationError(field, f"store URL must be absolute ({url!r})")
     if not parts.path.endswith("/"):
         raise ValidationError(field, f"store URL path must end in '/' ({url!r})")
+    allowed = STORE_QUERY_ARGS.get(parts.scheme.lower())
+    if allowed is None:
+        raise ValidationError(field, f"unsupported store scheme {parts.scheme!r} "
+                                     f"(one of {', '.join(sorted(STORE_QUERY_ARGS))})")
+    for name, _value in parse_qsl(parts.query, keep_blank_values=True):
+        if name.lower() not in allowed:
+            raise ValidationError(field, f"unknown store URL argument {name!r}")
 
 
 def _check_template(text: str) -> None:

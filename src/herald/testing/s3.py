@@ -131,6 +131,13 @@ class S3Server:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(STOP_DEADLINE_S)
 
+    def kill(self) -> None:
+        """SIGKILL: for teardown, where the data is thrown away anyway."""
+        if self.running:
+            assert self.proc is not None
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(STOP_DEADLINE_S)
+
     def log_tail(self, lines: int = 40) -> str:
         try:
             return "".join(self._log_path.read_text(errors="replace").splitlines(True)[-lines:])
@@ -233,12 +240,12 @@ def seaweedfs(tmp_path_factory) -> Iterator[SeaweedFS]:
     """One SeaweedFS for the session: share it, with a prefix of your own per test."""
     server = SeaweedFS(tmp_path_factory.mktemp("seaweedfs")).start()
     yield server
-    server.stop()
+    server.kill()
 
 
 @pytest.fixture
 def seaweedfs_factory(tmp_path) -> Iterator[Callable[[], SeaweedFS]]:
-    """Fresh SeaweedFS servers a test may stop and restart; all stopped at the end."""
+    """Fresh SeaweedFS servers a test may stop and restart; all killed at the end."""
     started: list[SeaweedFS] = []
 
     def make() -> SeaweedFS:
@@ -248,7 +255,7 @@ def seaweedfs_factory(tmp_path) -> Iterator[Callable[[], SeaweedFS]]:
 
     yield make
     for server in started:
-        server.stop()
+        server.kill()
 
 
 @pytest.fixture(scope="session")
@@ -256,4 +263,4 @@ def moto_s3(tmp_path_factory) -> Iterator[MotoS3]:
     """moto's S3 server for the session (quick, no signature checks)."""
     server = MotoS3(tmp_path_factory.mktemp("moto")).start()
     yield server
-    server.stop()
+    server.kill()
