@@ -25,6 +25,7 @@ def cluster(etcd, broker_factory, tmp_path, request):
         brokers[f"{zone}#b{zone}"] = broker_factory(
             tmp_path / f"data-{zone}", tmp_path / "store", "--etcd", etcd.url, "--etcd.prefix", prefix,
             "--zone", zone, "--id", f"b{zone}", "--etcd.lease", LEASE)
+    _diagnostic_brokers[:] = brokers.values()
     return brokers
 
 
@@ -41,7 +42,13 @@ def wait_for_route(url: str, journal: str, size: int, deadline_s: float = 30) ->
         if route["primary"] == 0 and len(route["members"]) == size:
             return route
         time.sleep(0.1)  # wait-ok: polling the list API with a deadline (no watch client here)
+    import sys
+    for proc in _diagnostic_brokers:
+        print("=====", proc.url, "".join(proc.stderr_lines[-25:]), file=sys.stderr)
     raise AssertionError(f"route of {journal} did not converge: {route}")
+
+
+_diagnostic_brokers = []
 
 
 def member_key(member: dict) -> str:

@@ -96,7 +96,7 @@ def test_parse_accepts_gazettes_extension_aliases_in_any_case(ext: str, codec: C
         f"0000000000000002-0000000000000001-{GAZETTE_SUM}.gz",  # begin > end
         f"0000000000000001-8000000000000000-{GAZETTE_SUM}.gz",  # end > int64
         f"00000000000000001-0000000000000002-{GAZETTE_SUM}.gz",  # 17 hex digits
-        f"0000000000000001-0000000000000002.gz",  # two fields
+        "0000000000000001-0000000000000002.gz",  # two fields
         f"0000000000000001-0000000000000002-{GAZETTE_SUM}-x.gz",  # four fields
         "README.md",
         f"../0000000000000001-0000000000000002-{GAZETTE_SUM}.gz",  # escaping postfix

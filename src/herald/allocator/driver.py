@@ -24,6 +24,7 @@ from herald.protocol.errors import HeraldError
 log = logging.getLogger(__name__)
 
 DEBOUNCE_S = 0.05
+RETRY_S = 0.5
 
 
 class Allocator:
@@ -52,6 +53,10 @@ class Allocator:
                     await self.converge()
                 except HeraldError as err:
                     log.info("allocation round lost a race (%s); retrying", err.message)
+                    self._changed.set()
+                except Exception:  # process edge: one bad round must not end allocation
+                    log.exception("allocation round failed; retrying")
+                    await asyncio.sleep(RETRY_S)
                     self._changed.set()
 
     async def converge(self) -> bool:

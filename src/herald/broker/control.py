@@ -101,7 +101,6 @@ async def handle_apply(request: web.Request) -> web.Response:
 
 async def handle_fragments(request: web.Request) -> web.Response:
     """A page of a journal's fragments, with signed URLs when ``signature_ttl`` is set."""
-    broker: Broker = request.app["broker"]
     body = await json_body(request)
     journal = await local_or_proxy(request, _str(body, "journal"), False, await request.read())
     if isinstance(journal, web.StreamResponse):
@@ -158,14 +157,13 @@ async def handle_prune(request: web.Request) -> web.Response:
     Brokers never prune by themselves (as Gazette); an operator runs
     ``herald journals prune``. ``now`` may be given to prune "as of" a time.
     """
-    broker: Broker = request.app["broker"]
     body = await json_body(request)
     journal = await local_or_proxy(request, _str(body, "journal"), True, await request.read())
     if isinstance(journal, web.StreamResponse):
         return journal
     dry_run = bool(body.get("dry_run", False))
     now = _num(body, "now", 0) or time.time()
-    removed = await journal.prune(now, dry_run)
+    removed = await journal.fragments.prune(now, dry_run)
     return json_response({"removed": [f.to_dict() for f in removed], "dry_run": dry_run})
 
 

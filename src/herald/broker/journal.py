@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from herald.broker.fragments import Completed, FragmentKeeper
 from herald.broker.metrics import METRICS
 from herald.fragment.health import health_of
 from herald.fragment.index import Index, Located
-from herald.fragment.persister import persist
 from herald.fragment.spool import Spool, recover_spools
-from herald.fragment.stores import Store, list_fragments
+from herald.fragment.stores import Store
 from herald.protocol.errors import HeraldError, RegisterMismatchError, Status, ValidationError
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import JournalSpec
@@ -38,7 +38,6 @@ from herald.protocol.labels import LabelSelector, LabelSet
 log = logging.getLogger(__name__)
 
 MAX_GROUP_BYTES = 64 << 20
-PERSIST_RETRY_S = (0.5, 1, 2, 5, 10, 30)
 SYNC_RETRY_S = 0.25
 
 
@@ -63,13 +62,6 @@ class _Pending:
     future: asyncio.Future = field(default=None)  # type: ignore[assignment]
 
 
-@dataclass(frozen=True, slots=True)
-class _Completed:
-    fragment: Fragment
-    path: Path
-    commits_path: Path
-
-
 class Journal:
     """A served journal. Create with ``await Journal.open(...)``; ``await close()`` it."""
 
@@ -80,12 +72,11 @@ class Journal:
         self.index = Index()
         self._spool: Spool | None = None
         self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
-        self._to_persist: asyncio.Queue[_Completed] = asyncio.Queue()
         self._commit_event = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._closing = False
         self._spool_lock = asyncio.Lock()  # one mutator of the spool at a time
-        self._refresh_now = asyncio.Event()
+        self.fragments = FragmentKeeper(self)
         # Cluster role: a primary replicates through ``pipeline`` (None: embedded or a
         # peerset of one); a non-primary replica only takes replicated writes.
         self.is_primary = True
@@ -101,8 +92,8 @@ class Journal:
         name = spec.name
         journal._tasks = [
             asyncio.create_task(journal._append_loop(), name=f"append:{name}"),
-            asyncio.create_task(journal._persist_loop(), name=f"persist:{name}"),
-            asyncio.create_task(journal._refresh_loop(), name=f"refresh:{name}"),
+            asyncio.create_task(journal.fragments.persist_loop(), name=f"persist:{name}"),
+            asyncio.create_task(journal.fragments.refresh_loop(), name=f"refresh:{name}"),
             asyncio.create_task(journal._pulse_loop(), name=f"pulse:{name}"),
         ]
         return journal
@@ -114,13 +105,13 @@ class Journal:
         recovered, registers = await loop.run_in_executor(
             None, recover_spools, self.directory, self.spec.name, codec)
         try:
-            self.index.replace_remote(await self._list_stores())
+            self.index.replace_remote(await self.fragments.list_stores())
         except OSError as err:  # a store that is down must not keep the broker from starting
             log.warning("journal=%s store listing failed at start (retrying): %s", self.spec.name, err)
-            self._refresh_now.set()
+            self.fragments.refresh_now.set()
         for spool in recovered:
             self.index.add_local(spool.fragment, spool.path)
-            self._to_persist.put_nowait(_Completed(spool.fragment, spool.path, spool.commits_path))
+            self.fragments.hand_over(Completed(spool.fragment, spool.path, spool.commits_path))
         head = max([self.index.end_offset] + [s.fragment.end for s in recovered])
         self._spool = await loop.run_in_executor(
             None, lambda: Spool(self.directory, self.spec.name, head, codec, registers))
@@ -134,22 +125,13 @@ class Journal:
         for task in self._tasks:
             if task.get_name().startswith(("refresh:", "pulse:", "append:")):
                 task.cancel()
-        await self._drain_persister()
+        await self.fragments.drain()
         self._commit_event.set()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._spool:
             self._spool.close()
-
-    async def _drain_persister(self) -> None:
-        if not self.stores:
-            return
-        try:
-            await asyncio.wait_for(self._to_persist.join(), timeout=30)
-        except TimeoutError:
-            log.warning("journal=%s spools left unpersisted at shutdown; kept on local disk",
-                        self.spec.name)
 
     def update_spec(self, spec: JournalSpec, stores: list[Store]) -> None:
         """A new revision of the spec: takes effect at the next roll / refresh."""
@@ -252,7 +234,7 @@ class Journal:
             return
         fragment = spool.fragment()
         self.index.add_local(fragment, spool.path)
-        self._wake_readers()
+        self.wake_readers()
         METRICS.append_groups.labels(self.spec.name).inc()
         METRICS.appended_bytes.labels(self.spec.name).inc(spool.end - begin)
         for (pending, regs), content, sha in zip(accepted, contents, sums):
@@ -287,11 +269,11 @@ class Journal:
         await loop.run_in_executor(None, spool.commit, registers, now)
         return sums
 
-    def _wake_readers(self) -> None:
+    def wake_readers(self) -> None:
         event, self._commit_event = self._commit_event, asyncio.Event()
         event.set()
 
-    # -- rolling and persisting --------------------------------------------------------
+    # -- rolling --------------------------------------------------------
 
     def _maybe_roll(self, now_unix: float) -> None:
         """Roll past ``fragment.length`` or at a UTC-aligned ``flush_interval`` boundary."""
@@ -313,66 +295,9 @@ class Journal:
             return
         fragment = spool.fragment()
         spool.close()
-        self._to_persist.put_nowait(_Completed(fragment, spool.path, spool.commits_path))
+        self.fragments.hand_over(Completed(fragment, spool.path, spool.commits_path))
         self._spool = Spool(self.directory, self.spec.name, spool.end,
                             self.spec.fragment.compression_codec, spool.registers)
-
-    async def _persist_loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            done = await self._to_persist.get()
-            try:
-                if self.stores:
-                    await self._persist_with_retries(loop, done)
-            finally:
-                self._to_persist.task_done()
-
-    async def _persist_with_retries(self, loop, done: _Completed) -> None:
-        attempt = 0
-        while True:
-            store = self.stores[0]
-            try:
-                fragment = await loop.run_in_executor(
-                    None, persist, store, done.fragment, done.path, done.fragment.codec)
-                break
-            except OSError as err:
-                delay = PERSIST_RETRY_S[min(attempt, len(PERSIST_RETRY_S) - 1)]
-                log.warning("journal=%s persist of %s to %s failed (retry in %ss): %s",
-                            self.spec.name, done.fragment.content_name, store.url, delay, err)
-                attempt += 1
-                health = health_of(store)
-                health.report_failure(err)  # appends wait from now on; re-probed at once.
-                await health.wait_recovery(delay)
-        self.index.add_remote(fragment)
-        self.index.drop_local(done.fragment.begin)
-        for path in (done.path, done.commits_path):
-            path.unlink(missing_ok=True)
-        METRICS.persisted_fragments.labels(self.spec.name).inc()
-        log.info("journal=%s persisted %s to %s", self.spec.name, fragment.content_name, fragment.store)
-
-    async def _list_stores(self) -> list[Fragment]:
-        loop = asyncio.get_running_loop()
-        listing: list[Fragment] = []
-        for store in self.stores:
-            listing += await loop.run_in_executor(None, list_fragments, store, self.spec.name)
-        return listing
-
-    async def _refresh_loop(self) -> None:
-        """List the stores every refresh_interval, or at once when a hole needs filling."""
-        while True:
-            try:
-                await asyncio.wait_for(self._refresh_now.wait(), self.spec.fragment.refresh_interval_s)
-            except TimeoutError:
-                pass
-            self._refresh_now.clear()
-            try:
-                self.index.replace_remote(await self._list_stores())
-                self._wake_readers()
-            except OSError as err:
-                log.warning("journal=%s store listing failed: %s", self.spec.name, err)
-            if self.index.has_hole_below(self.write_head):
-                await asyncio.sleep(1.0)  # a peer is still persisting the range we lack
-                self._refresh_now.set()
 
     def poke(self) -> None:
         """Wake the append task with no append (to sync a new pipeline, or roll)."""
@@ -406,7 +331,7 @@ class Journal:
             await asyncio.get_running_loop().run_in_executor(
                 None, _write_and_sync, spool, [content], registers, time.time())
             self.index.add_local(spool.fragment(), spool.path)
-            self._wake_readers()
+            self.wake_readers()
             return spool.fragment().sum
 
     async def sync_to(self, end: int, registers: LabelSet,
@@ -440,24 +365,8 @@ class Journal:
             empty.remove_files()
             self._spool = Spool(self.directory, self.spec.name, end,
                                 self.spec.fragment.compression_codec, registers)
-        self._refresh_now.set()
+        self.fragments.refresh_now.set()
         log.info("journal=%s rolled forward to %d", self.spec.name, end)
-
-    async def prune(self, now_unix: float, dry_run: bool) -> list[Fragment]:
-        """Delete persisted fragments whose age ≥ ``fragment.retention`` (≤ 0: none)."""
-        retention = self.spec.fragment.retention_s
-        if retention <= 0:
-            return []
-        stores = {s.url: s for s in self.stores}
-        doomed = [f for f in self.index.fragments()
-                  if f.store in stores and f.mod_time and now_unix - f.mod_time >= retention]
-        if dry_run:
-            return doomed
-        loop = asyncio.get_running_loop()
-        for fragment in doomed:
-            await loop.run_in_executor(None, stores[fragment.store].remove, fragment.content_path)
-        self.index.replace_remote(await self._list_stores())
-        return doomed
 
     # -- reads -------------------------------------------------------------------------
 

@@ -205,7 +205,11 @@ class Broker:
         while not self.stopping.is_set():
             await self.wait_keyspace_change()
             await asyncio.sleep(0.02)  # one re-resolve for a burst of watch events
-            await self.sync_journals()
+            try:
+                await self.sync_journals()
+            except Exception:  # process edge: keep following the keyspace
+                log.exception("re-resolving journals failed; retrying on the next change")
+                self._signal_keyspace_change()
 
     async def stop(self) -> None:
         """Stop accepting, end blocking reads, finish appends, persist spools, leave."""

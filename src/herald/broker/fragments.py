@@ -1,0 +1,131 @@
+"""A journal's fragments beyond its spool: persisting, listing, pruning.
+
+Completed spools are handed over here; the keeper compresses and uploads them to
+the journal's first store (retrying forever, reporting failures to the store's
+health checker so appends see an outage), then drops their local files. It lists
+the stores into the index every ``fragment.refresh_interval`` — at once when a
+range is missing that another replica is persisting — and prunes by retention on
+an operator's request (brokers never delete by themselves, as in Gazette).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from herald.broker.metrics import METRICS
+from herald.fragment.health import health_of
+from herald.fragment.persister import persist
+from herald.fragment.stores import list_fragments
+from herald.protocol.fragment import Fragment
+
+log = logging.getLogger(__name__)
+
+PERSIST_RETRY_S = (0.5, 1, 2, 5, 10, 30)
+DRAIN_TIMEOUT_S = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """A rolled spool waiting to be persisted: its fragment and its two local files."""
+
+    fragment: Fragment
+    path: Path
+    commits_path: Path
+
+
+class FragmentKeeper:
+    """Persists, lists and prunes one journal's fragments (tasks owned by the journal)."""
+
+    def __init__(self, journal) -> None:
+        self.journal = journal
+        self.completed: asyncio.Queue[Completed] = asyncio.Queue()
+        self.refresh_now = asyncio.Event()
+
+    def hand_over(self, completed: Completed) -> None:
+        """Queue a rolled spool for persisting (non-blocking)."""
+        self.completed.put_nowait(completed)
+
+    async def persist_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            done = await self.completed.get()
+            try:
+                if self.journal.stores:
+                    await self._persist_with_retries(loop, done)
+            finally:
+                self.completed.task_done()
+
+    async def _persist_with_retries(self, loop, done: Completed) -> None:
+        attempt = 0
+        while True:
+            store = self.journal.stores[0]
+            try:
+                fragment = await loop.run_in_executor(
+                    None, persist, store, done.fragment, done.path, done.fragment.codec)
+                break
+            except OSError as err:
+                delay = PERSIST_RETRY_S[min(attempt, len(PERSIST_RETRY_S) - 1)]
+                log.warning("journal=%s persist of %s to %s failed (retry in %ss): %s",
+                            self.journal.spec.name, done.fragment.content_name, store.url, delay, err)
+                attempt += 1
+                health = health_of(store)
+                health.report_failure(err)  # appends wait from now on; re-probed at once.
+                await health.wait_recovery(delay)
+        self.journal.index.add_remote(fragment)
+        self.journal.index.drop_local(done.fragment.begin)
+        for path in (done.path, done.commits_path):
+            path.unlink(missing_ok=True)
+        METRICS.persisted_fragments.labels(self.journal.spec.name).inc()
+        log.info("journal=%s persisted %s to %s", self.journal.spec.name, fragment.content_name, fragment.store)
+
+    async def list_stores(self) -> list[Fragment]:
+        loop = asyncio.get_running_loop()
+        listing: list[Fragment] = []
+        for store in self.journal.stores:
+            listing += await loop.run_in_executor(None, list_fragments, store, self.journal.spec.name)
+        return listing
+
+    async def refresh_loop(self) -> None:
+        """List the stores every refresh_interval, or at once when a hole needs filling."""
+        while True:
+            try:
+                await asyncio.wait_for(self.refresh_now.wait(), self.journal.spec.fragment.refresh_interval_s)
+            except TimeoutError:
+                pass
+            self.refresh_now.clear()
+            try:
+                self.journal.index.replace_remote(await self.list_stores())
+                self.journal.wake_readers()
+            except OSError as err:
+                log.warning("journal=%s store listing failed: %s", self.journal.spec.name, err)
+            if self.journal.index.has_hole_below(self.journal.write_head):
+                await asyncio.sleep(1.0)  # a peer is still persisting the range we lack
+                self.refresh_now.set()
+
+    async def drain(self) -> None:
+        if not self.journal.stores:
+            return
+        try:
+            await asyncio.wait_for(self.completed.join(), timeout=DRAIN_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("journal=%s spools left unpersisted at shutdown; kept on local disk",
+                        self.journal.spec.name)
+
+    async def prune(self, now_unix: float, dry_run: bool) -> list[Fragment]:
+        """Delete persisted fragments whose age ≥ ``fragment.retention`` (≤ 0: none)."""
+        retention = self.journal.spec.fragment.retention_s
+        if retention <= 0:
+            return []
+        stores = {s.url: s for s in self.journal.stores}
+        doomed = [f for f in self.journal.index.fragments()
+                  if f.store in stores and f.mod_time and now_unix - f.mod_time >= retention]
+        if dry_run:
+            return doomed
+        loop = asyncio.get_running_loop()
+        for fragment in doomed:
+            await loop.run_in_executor(None, stores[fragment.store].remove, fragment.content_path)
+        self.journal.index.replace_remote(await self.list_stores())
+        return doomed
