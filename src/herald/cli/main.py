@@ -12,6 +12,7 @@ import typer
 
 from herald.cli.journals import journals_app
 from herald.cli.members import members_app
+from herald.cli.pipelines import pipelines_app
 from herald.cli.serve import serve_command
 from herald.protocol.errors import HeraldError
 
@@ -20,6 +21,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
 app.command("serve")(serve_command)
 app.add_typer(journals_app, name="journals")
 app.add_typer(members_app, name="members")
+app.add_typer(pipelines_app, name="pipelines")
 
 
 def main() -> None:

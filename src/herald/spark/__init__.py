@@ -1,0 +1,36 @@
+"""The PySpark data source ``herald``: journals as a Spark source and sink.
+
+It owns the batch reader (one partition per persisted fragment, read straight
+from its store, plus the unpersisted tail through a broker), the streaming
+reader (offsets ``{journal: byte offset}``, read-committed across micro-batches
+with sequencer snapshots), the exactly-once streaming sink and the batch writer
+(one transaction), and lag from a query's checkpoint.
+
+    >>> import herald.spark                                         # doctest: +SKIP
+    >>> herald.spark.register(spark)
+    >>> df = (spark.readStream.format("herald")
+    ...       .option("broker", "http://localhost:8080").option("selector", "app=events")
+    ...       .option("stateLocation", "/ckpt/q1").load())
+    >>> (df.select("value").writeStream.format("herald")
+    ...    .option("broker", "http://localhost:8080").option("selector", "app=copies")
+    ...    .option("checkpointLocation", "/ckpt/q1").start())
+
+Design and measurements: docs/spark.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from herald.spark.lag import JournalLag, checkpoint_offsets, lag
+from herald.spark.options import SourceOptions
+from herald.spark.rows import ARROW_SCHEMA, SPARK_SCHEMA
+
+__all__ = ["ARROW_SCHEMA", "JournalLag", "SPARK_SCHEMA", "SourceOptions", "checkpoint_offsets", "lag", "register"]
+
+
+def register(spark: Any) -> None:
+    """Register format ``herald`` with ``spark`` (a SparkSession)."""
+    from herald.spark.source import HeraldDataSource
+
+    spark.dataSource.register(HeraldDataSource)

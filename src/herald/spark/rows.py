@@ -1,0 +1,112 @@
+"""Messages → Arrow record batches with the ``herald`` schema, vectorised.
+
+Per-message Python work is the cost of a Python data source (spark-facts:
+~0.7 M rows/s as tuples, several M/s as Arrow), so a task only collects
+``(begin, end, uuid16, value)`` per message; UUID text, producer, clock, flags
+and timestamp are computed for the whole batch with numpy over the packed
+16-byte UUIDs, and the UUID/producer strings are built straight into Arrow
+buffers.
+"""
+
+from __future__ import annotations
+
+import binascii
+
+import numpy as np
+import pyarrow as pa
+
+from herald.message.uuid import GREGORIAN_OFFSET_100NS
+
+__all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "RowBuffer"]
+
+SPARK_SCHEMA = (
+    "journal string, begin long, end long, uuid string, producer string, "
+    "clock long, flags int, timestamp timestamp, value binary"
+)
+ARROW_SCHEMA = pa.schema([
+    ("journal", pa.string()),
+    ("begin", pa.int64()),
+    ("end", pa.int64()),
+    ("uuid", pa.string()),
+    ("producer", pa.string()),
+    ("clock", pa.int64()),
+    ("flags", pa.int32()),
+    ("timestamp", pa.timestamp("us", tz="UTC")),
+    ("value", pa.binary()),
+])
+_ZERO = bytes(16)
+_UUID_DTYPE = np.dtype([("low", ">u4"), ("mid", ">u2"), ("hi", ">u2"), ("seq", ">u2"), ("producer", "V6")])
+
+
+def _fixed_strings(chars: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """An Arrow string array of equal-width ASCII rows (``chars``: n × width uint8)."""
+    n, width = chars.shape
+    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
+    mask = None if valid.all() else pa.array(valid).buffers()[1]
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars.tobytes()), mask,
+                                       null_count=int(n - valid.sum()))
+
+
+def _uuid_columns(uuids: list[bytes | None]) -> list[pa.Array]:
+    n = len(uuids)
+    valid = np.fromiter((u is not None for u in uuids), dtype=bool, count=n)
+    packed = b"".join(_ZERO if u is None else u for u in uuids)
+    hexed = np.frombuffer(binascii.hexlify(packed), dtype=np.uint8).reshape(n, 32)
+    text = np.full((n, 36), ord("-"), dtype=np.uint8)
+    text[:, 0:8], text[:, 9:13], text[:, 14:18] = hexed[:, 0:8], hexed[:, 8:12], hexed[:, 12:16]
+    text[:, 19:23], text[:, 24:36] = hexed[:, 16:20], hexed[:, 20:32]
+    f = np.frombuffer(packed, dtype=_UUID_DTYPE)
+    ts = f["low"].astype(np.uint64) | (f["mid"].astype(np.uint64) << 32) \
+        | ((f["hi"].astype(np.uint64) & 0x0FFF) << 48)
+    seq = f["seq"].astype(np.uint64)
+    clock = (ts << 4) | ((seq >> 10) & 0xF)
+    flags = (seq & 0x3FF).astype(np.int32)
+    micros = ((ts.astype(np.int64) - GREGORIAN_OFFSET_100NS) // 10)
+    mask = ~valid
+    return [
+        _fixed_strings(text, valid),
+        _fixed_strings(hexed[:, 20:32].copy(), valid),
+        pa.array(clock.view(np.int64), pa.int64(), mask=mask),
+        pa.array(flags, pa.int32(), mask=mask),
+        pa.array(micros, pa.timestamp("us", tz="UTC"), mask=mask),
+    ]
+
+
+class RowBuffer:
+    """Collects messages of one journal and yields `pa.RecordBatch` es of
+    ``batch_rows`` rows (the Arrow schema Spark expects, exactly)."""
+
+    __slots__ = ("journal", "batch_rows", "begins", "ends", "uuids", "values")
+
+    def __init__(self, journal: str, batch_rows: int = 65536) -> None:
+        self.journal, self.batch_rows = journal, batch_rows
+        self.begins: list[int] = []
+        self.ends: list[int] = []
+        self.uuids: list[bytes | None] = []
+        self.values: list[bytes] = []
+
+    def add(self, begin: int, end: int, uuid: bytes | None, value: bytes) -> pa.RecordBatch | None:
+        """Buffer one message; returns a full batch when one is ready."""
+        self.begins.append(begin)
+        self.ends.append(end)
+        self.uuids.append(uuid)
+        self.values.append(value)
+        return self.flush() if len(self.begins) >= self.batch_rows else None
+
+    def __len__(self) -> int:
+        return len(self.begins)
+
+    def flush(self) -> pa.RecordBatch | None:
+        """The buffered rows as one batch (None if empty); clears the buffer."""
+        n = len(self.begins)
+        if not n:
+            return None
+        columns = [
+            pa.array([self.journal] * n, pa.string()),
+            pa.array(self.begins, pa.int64()),
+            pa.array(self.ends, pa.int64()),
+            *_uuid_columns(self.uuids),
+            pa.array(self.values, pa.binary()),
+        ]
+        self.begins, self.ends, self.uuids, self.values = [], [], [], []
+        return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)

@@ -1,0 +1,344 @@
+"""The exactly-once sink: a micro-batch is a Gazette consumer transaction [I-SINK-1].
+
+Commit order (each step durable before the next):
+
+1. Tasks (executors, `write`) publish every row as a CONTINUE_TXN message under
+   a fresh ProducerID per task attempt and return the attempt's ACK intents. A
+   failed or abandoned attempt's messages are never acknowledged, so
+   read-committed readers never see them.
+2. The driver's ``commit(messages, batchId)`` first *recovers* if this is a new
+   driver incarnation (its token differs from the fence record): it re-appends
+   the last recorded intents — delivering a batch whose ACKs a crash may have
+   cut short — with ``union_registers <fence>=<token>`` on every journal the sink
+   writes, which fences any zombie driver (its later ACK appends check the old
+   token and fail with REGISTER_MISMATCH, writing nothing [I-REG-1]).
+3. It records the batch's intents at ``intents/<batchId>`` (create-if-absent:
+   of two racing drivers, one record wins and both append *its* intents).
+4. Only then it appends the intents, checking the fence register.
+
+A batch whose record exists (Spark replays the last batch after a crash, and
+calls ``commit`` again) publishes nothing new: its recorded intents are
+re-appended, which readers that saw them already treat as a no-op rollback.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import os
+import random
+import socket
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+
+from herald.client import BrokerClient
+from herald.message import (
+    ACK_TXN,
+    AckIntent,
+    Clock,
+    Framing,
+    ProducerID,
+    PublisherCore,
+    build_uuid,
+    framing_for,
+    modulo_mapping,
+    random_mapping,
+    rendezvous_mapping,
+)
+from herald.protocol.errors import ValidationError
+from herald.protocol.labels import CONTENT_TYPE
+from herald.spark.options import SourceOptions
+from herald.spark.state import atomic_write
+
+__all__ = [
+    "BatchWriter", "FencedError", "SinkCommit", "SinkLog", "StreamWriter", "commit_batch", "driver_token",
+    "publish_rows",
+]
+
+log = logging.getLogger(__name__)
+DEFAULT_CONTENT_TYPE = "application/x-ndjson"
+
+
+@dataclass
+class SinkCommit(WriterCommitMessage):
+    """What one successful task attempt tells the driver: its ACK intents."""
+
+    intents: list[tuple[str, bytes]] = field(default_factory=list)
+    rows: int = 0
+    producer: str = ""
+
+
+# -- tasks ---------------------------------------------------------------------------------
+
+
+def _strip_uuid(framing: Framing, body: bytes) -> bytes:
+    """Drop a UUID the body already carries (a journal → journal copy), so the
+    new message has exactly one: the one stamped here."""
+    prefix = getattr(framing, "_prefix", None)
+    if prefix and body.startswith(prefix):
+        rest = body[len(prefix) + 36:]
+        if rest.startswith(b'",'):
+            return b"{" + rest[2:]
+        if rest.startswith(b'"}'):
+            return b"{}"
+    return body
+
+
+class _Journals:
+    """The sink's journals (by name) with their framings, and the mapping."""
+
+    def __init__(self, client: BrokerClient, opts: SourceOptions, seed: int) -> None:
+        infos = client.list(opts.selector)
+        if not infos:
+            raise ValidationError("selector", f"{opts.selector!r} matches no journals to write to")
+        self.names = [i.name for i in infos]
+        self.framings = {i.name: framing_for(i.spec.labels.value_of(CONTENT_TYPE) or DEFAULT_CONTENT_TYPE,
+                                             opts.uuid_field) for i in infos}
+        self.mapping = opts.mapping
+        self.rnd = random.Random(seed)
+
+    def pick(self, key: bytes | None) -> str:
+        if key is None or self.mapping == "random":
+            return random_mapping(self.names, self.rnd)
+        if self.mapping == "rendezvous":
+            return rendezvous_mapping(key, self.names)
+        return modulo_mapping(key, self.names)
+
+
+def _as_bytes(column: pa.Array | None, n: int) -> list[bytes | None]:
+    if column is None:
+        return [None] * n
+    values = column.to_pylist()
+    return [v.encode() if isinstance(v, str) else (None if v is None else bytes(v)) for v in values]
+
+
+def publish_rows(opts: SourceOptions, batches: Iterable[pa.RecordBatch], seed: int) -> SinkCommit:
+    """Executor: publish each row's ``value`` (mapped by ``key``, if any) as a
+    CONTINUE_TXN message of a fresh producer; returns its ACK intents. Appends to
+    one journal are made in stamp order, so UUID order is write order."""
+    core = PublisherCore(ProducerID.new(os.urandom(6)), Clock.from_unix_ns(time.time_ns()))
+    pending: dict[str, list[bytes]] = defaultdict(list)
+    sizes: dict[str, int] = defaultdict(int)
+    rows = 0
+    with BrokerClient(opts.broker) as client:
+        journals = _Journals(client, opts, seed)
+        for batch in batches:
+            names = batch.schema.names
+            values = _as_bytes(batch.column(names.index("value")), batch.num_rows)
+            keys = _as_bytes(batch.column(names.index("key")) if "key" in names else None, batch.num_rows)
+            for value, key in zip(values, keys):
+                journal = journals.pick(key)
+                framing = journals.framings[journal]
+                data = core.stamp_uncommitted(journal, framing, _strip_uuid(framing, value or b""))
+                pending[journal].append(data)
+                sizes[journal] += len(data)
+                if sizes[journal] >= opts.append_bytes:
+                    client.append(journal, b"".join(pending.pop(journal)))
+                    sizes[journal] = 0
+            rows += batch.num_rows
+        for journal, chunks in pending.items():
+            if chunks:
+                client.append(journal, b"".join(chunks))
+    intents = [(i.journal, i.data) for i in core.build_ack_intents()]
+    return SinkCommit(intents, rows, core.producer.hex())
+
+
+def _seed() -> int:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return ctx.taskAttemptId() if ctx else int.from_bytes(os.urandom(4), "big")
+
+
+# -- driver --------------------------------------------------------------------------------
+
+
+def driver_token() -> str:
+    """An id of this driver incarnation: the commit runs in a Python worker whose
+    parent (PySpark's daemon) lives as long as the driver JVM, so host + parent pid
+    + parent start time changes exactly when the driver restarts."""
+    ppid = os.getppid()
+    try:
+        with open(f"/proc/{ppid}/stat") as f:
+            started = f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        started = os.urandom(8).hex()  # Unknown: fence on every commit (correct, just more appends).
+    return hashlib.sha1(f"{socket.gethostname()}:{ppid}:{started}".encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    batch_id: int
+    token: str
+    intents: tuple[AckIntent, ...]
+
+    def to_json(self) -> bytes:
+        return json.dumps({"batch_id": self.batch_id, "token": self.token,
+                           "intents": [{"journal": i.journal, "data": base64.b64encode(i.data).decode()}
+                                       for i in self.intents]}).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Record:
+        doc = json.loads(data)
+        return cls(int(doc["batch_id"]), str(doc["token"]),
+                   tuple(AckIntent(i["journal"], base64.b64decode(i["data"])) for i in doc["intents"]))
+
+
+class SinkLog:
+    """The sink's durable records under ``<location>/herald/sink/``: one intent
+    record per batch (create-if-absent) and the fence (token + fenced journals)."""
+
+    KEEP = 3
+
+    def __init__(self, location: str) -> None:
+        self.root = Path(location) / "herald" / "sink"
+
+    def _record_path(self, batch_id: int) -> Path:
+        return self.root / "intents" / f"{batch_id:020d}.json"
+
+    def last(self) -> Record | None:
+        directory = self.root / "intents"
+        names = sorted(p.name for p in directory.glob("*.json")) if directory.is_dir() else []
+        return Record.from_json((directory / names[-1]).read_bytes()) if names else None
+
+    def record(self, rec: Record) -> Record:
+        """Record ``rec`` unless its batch is recorded already; returns the winner."""
+        path = self._record_path(rec.batch_id)
+        if atomic_write(path, rec.to_json(), exclusive=True):
+            return rec
+        return Record.from_json(path.read_bytes())
+
+    def prune(self, below_batch: int) -> None:
+        for path in (self.root / "intents").glob("*.json"):
+            if int(path.stem) < below_batch - self.KEEP:
+                path.unlink(missing_ok=True)
+
+    def fence(self) -> tuple[str, set[str]]:
+        try:
+            doc = json.loads((self.root / "fence.json").read_bytes())
+            return doc["token"], set(doc["journals"])
+        except FileNotFoundError:
+            return "", set()
+
+    def has_recovered(self, token: str) -> bool:
+        return (self.root / "tokens" / token).exists()
+
+    def mark_recovered(self, token: str) -> None:
+        """Remember that incarnation ``token`` ran recovery: if it is ever fenced
+        afterwards, it is a zombie and must stop rather than recover again."""
+        atomic_write(self.root / "tokens" / token, b"")
+
+    def set_fence(self, token: str, journals: set[str]) -> None:
+        atomic_write(self.root / "fence.json", json.dumps({"token": token, "journals": sorted(journals)}).encode())
+
+
+def _grouped(intents: Iterable[AckIntent]) -> dict[str, bytes]:
+    """One append per journal: ACKs of all task producers together, atomically."""
+    out: dict[str, list[bytes]] = defaultdict(list)
+    for i in intents:
+        out[i.journal].append(i.data)
+    return {j: b"".join(chunks) for j, chunks in out.items()}
+
+
+def _fence_ack(client: BrokerClient, journal: str, token: str, opts: SourceOptions) -> bytes:
+    """An ACK of a producer that publishes nothing else: a harmless byte to carry
+    a register change to a journal without recorded intents."""
+    infos = client.list(f"name={journal}")
+    content_type = (infos[0].spec.labels.value_of(CONTENT_TYPE) if infos else None) or DEFAULT_CONTENT_TYPE
+    framing = framing_for(content_type, opts.uuid_field)
+    producer = ProducerID.new(bytes.fromhex(token)[:6])
+    return framing.encode(framing.ack_body(), build_uuid(producer, Clock.from_unix_ns(time.time_ns()).tick(), ACK_TXN))
+
+
+def _fence(client: BrokerClient, opts: SourceOptions, token: str, journals: set[str],
+           last: Record | None) -> set[str]:
+    """Put ``<register>=<token>`` on ``journals``, re-appending the last recorded
+    intents where there are some (Gazette's recovery), a fence ACK elsewhere."""
+    register = f"{opts.fence_register}={token}"
+    recorded = _grouped(last.intents) if last else {}
+    for journal in sorted(journals | set(recorded)):
+        data = recorded.get(journal) or _fence_ack(client, journal, token, opts)
+        client.append(journal, data, union_registers=register)
+    return journals | set(recorded)
+
+
+class FencedError(RuntimeError):
+    """Another driver took over this sink (a newer incarnation fenced it)."""
+
+
+def commit_batch(opts: SourceOptions, token: str, messages: Iterable[SinkCommit | None], batch_id: int) -> Record:
+    """Driver: the sink's commit protocol (module docstring), for one batch.
+    Raises FencedError (writing nothing) if a newer driver has taken over."""
+    sink_log = SinkLog(opts.state_location)
+    with BrokerClient(opts.broker) as client:
+        last = sink_log.last()
+        fence_token, fenced = sink_log.fence()
+        if fence_token != token:
+            if sink_log.has_recovered(token):
+                raise FencedError(f"sink token {token} was fenced by {fence_token}: another driver took over")
+            selected = {i.name for i in client.list(opts.selector)}
+            fenced = _fence(client, opts, token, selected, last)
+            sink_log.set_fence(token, fenced)
+            sink_log.mark_recovered(token)
+            log.info("sink recovered token=%s last_batch=%s fenced=%d journals", token,
+                     last.batch_id if last else None, len(fenced))
+        if last is not None and batch_id < last.batch_id:
+            return last  # Long committed; nothing to do.
+        intents = tuple(AckIntent(j, d) for m in messages if m is not None for j, d in m.intents)
+        rec = sink_log.record(Record(batch_id, token, intents))
+        grouped = _grouped(rec.intents)
+        new = set(grouped) - fenced
+        if new:  # Journals that joined the selector since recovery.
+            fenced = _fence(client, opts, token, new, None) | fenced
+            sink_log.set_fence(token, fenced)
+        for journal, data in grouped.items():
+            client.append(journal, data, check_registers=f"{opts.fence_register}={token}")
+        sink_log.prune(batch_id)
+        return rec
+
+
+class StreamWriter(DataSourceStreamArrowWriter):
+    """``writeStream.format("herald")``: tasks publish, the driver commits."""
+
+    def __init__(self, opts: SourceOptions, schema: object = None) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
+        """Executor, once per task attempt."""
+        return publish_rows(self.opts, iterator, _seed())
+
+    def commit(self, messages: list[SinkCommit | None], batchId: int) -> None:
+        """Driver, once per batch (again for a replayed batch): see module doc."""
+        commit_batch(self.opts, driver_token(), messages, batchId)
+
+    def abort(self, messages: list[SinkCommit | None], batchId: int) -> None:
+        """Driver: nothing to undo — unacknowledged messages never commit."""
+        log.warning("sink batch %d aborted; its messages stay uncommitted", batchId)
+
+
+class BatchWriter(DataSourceArrowWriter):
+    """``write.format("herald")``: one transaction for the whole job — each
+    journal receives all its ACKs in one append after every task succeeded."""
+
+    def __init__(self, opts: SourceOptions, schema: object = None) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
+        return publish_rows(self.opts, iterator, _seed())
+
+    def commit(self, messages: list[SinkCommit | None]) -> None:
+        intents = (AckIntent(j, d) for m in messages if m is not None for j, d in m.intents)
+        with BrokerClient(self.opts.broker) as client:
+            for journal, data in _grouped(intents).items():
+                client.append(journal, data)
+
+    def abort(self, messages: list[SinkCommit | None]) -> None:
+        log.warning("herald batch write aborted; nothing was acknowledged")

@@ -1,0 +1,283 @@
+"""The ``herald`` format: batch and streaming readers (PySpark data source API).
+
+Where each method runs (spark-facts "Where things run"): ``partitions`` /
+``initialOffset`` / ``latestOffset`` / ``commit`` on the driver (a long-lived
+source-runner process for streams); ``read`` in executor workers from a pickled
+reader, so everything ``read`` needs travels in the `InputPartition`.
+
+Read-committed streams keep per-message work in the reader: the task of a
+micro-batch for journal bytes ``[start, end)`` loads the sequencer snapshot
+saved at ``start``, sequences the bytes (replaying an open span from its begin
+when an ACK needs it, as Gazette's recovery does), yields committed messages and
+saves the snapshot at ``end`` (see `herald.spark.state` and docs/spark.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxBytes, SupportsTriggerAvailableNow
+
+from herald.client import BrokerClient
+from herald.message import Checkpoint, Sequencer, duration_to_clock, framing_for
+from herald.protocol.labels import CONTENT_TYPE
+from herald.spark.options import SourceOptions
+from herald.spark.reading import Piece, decode_fragment, decode_range, plan_pieces, replayer, sequence_committed
+from herald.spark.rows import SPARK_SCHEMA, RowBuffer
+from herald.spark.state import Snapshot, SnapshotStore
+
+__all__ = ["HeraldDataSource"]
+
+log = logging.getLogger(__name__)
+PRUNE_HORIZON_CLOCK = duration_to_clock(24 * 3600 * 10**9)  # Gazette consumers' 24 h.
+DEFAULT_CONTENT_TYPE = "application/x-ndjson"
+
+
+def _content_types(client: BrokerClient, selector: str) -> dict[str, str]:
+    """Journal name → content type, for the journals ``selector`` picks."""
+    return {info.name: info.spec.labels.value_of(CONTENT_TYPE) or DEFAULT_CONTENT_TYPE
+            for info in client.list(selector)}
+
+
+class HeraldDataSource(DataSource):
+    """Format ``herald``: journals as a Spark source and an exactly-once sink.
+    Runs wherever Spark instantiates it (driver and workers); holds only options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "herald"
+
+    def schema(self) -> str:
+        return SPARK_SCHEMA
+
+    def reader(self, schema: object) -> DataSourceReader:
+        return BatchReader(SourceOptions.parse(self.options, streaming=False))
+
+    def streamReader(self, schema: object) -> DataSourceStreamReader:
+        opts = SourceOptions.parse(self.options, streaming=True)
+        opts.require_state("a streaming read (sequencer snapshots)")
+        return StreamReader(opts)
+
+    def writer(self, schema: object, overwrite: bool):  # noqa: ANN201 — pyspark's type
+        from herald.spark.sink import BatchWriter
+
+        return BatchWriter(SourceOptions.parse(self.options, streaming=False), schema)
+
+    def streamWriter(self, schema: object, overwrite: bool):  # noqa: ANN201
+        from herald.spark.sink import StreamWriter
+
+        opts = SourceOptions.parse(self.options, streaming=True)
+        opts.require_state("the exactly-once sink (ACK intent records); set checkpointLocation")
+        return StreamWriter(opts, schema)
+
+
+# -- batch ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPart:
+    """One input partition of a batch read: one piece (read-uncommitted), or all
+    of a journal's pieces in order (read-committed: one sequencer per journal)."""
+
+    opts: SourceOptions
+    content_type: str
+    pieces: tuple[Piece, ...]
+
+
+class BatchReader(DataSourceReader):
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+
+    def partitions(self) -> list[InputPartition]:
+        """Driver: list journals and their fragments once."""
+        with BrokerClient(self.opts.broker) as client:
+            parts: list[InputPartition] = []
+            for journal, content_type in sorted(_content_types(client, self.opts.selector).items()):
+                pieces = tuple(plan_pieces(client, journal))
+                if self.opts.committed:
+                    parts.append(InputPartition(BatchPart(self.opts, content_type, pieces)))
+                else:
+                    parts += [InputPartition(BatchPart(self.opts, content_type, (p,))) for p in pieces]
+        return parts or [InputPartition(BatchPart(self.opts, DEFAULT_CONTENT_TYPE, ()))]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Executor: decode the partition's pieces into Arrow batches."""
+        part: BatchPart = partition.value
+        if not part.pieces:
+            return
+        framing = framing_for(part.content_type, part.opts.uuid_field)
+        journal = part.pieces[0].journal
+        rows = RowBuffer(journal)
+        with BrokerClient(part.opts.broker) as client:
+            frames = (f for piece in part.pieces for f in _piece_frames(client, piece, framing))
+            if part.opts.committed:
+                seq = Sequencer(ring_size=part.opts.ring_size)
+                emitted = (env for env, _ in sequence_committed(
+                    frames, journal, seq, replayer(client, journal, framing), part.opts.include_acks))
+                for env in emitted:
+                    if (batch := rows.add(env.begin, env.end, env.uuid, env.value)) is not None:
+                        yield batch
+            else:
+                for f in frames:
+                    if (batch := rows.add(f.begin, f.end, f.uuid, f.value)) is not None:
+                        yield batch
+        if (batch := rows.flush()) is not None:
+            yield batch
+
+
+def _piece_frames(client: BrokerClient, piece: Piece, framing: object) -> Iterator:
+    if piece.fragment is not None:
+        return decode_fragment(piece, framing)  # type: ignore[arg-type]
+    return decode_range(client, piece.journal, framing, piece.begin, piece.end)  # type: ignore[arg-type]
+
+
+# -- streaming -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSlice:
+    """One journal's bytes ``[start, end)`` of one micro-batch."""
+
+    opts: SourceOptions
+    journal: str
+    content_type: str
+    start: int
+    end: int
+
+
+class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets are ``{journal: byte offset}``. Journals that start matching the
+    selector join the stream at offset 0. ``maxBytesPerTrigger`` caps a batch's
+    bytes (shared fairly across journals)."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self._content_types: dict[str, str] = {}
+        self._target: dict[str, int] | None = None  # availableNow: heads at start.
+
+    def _heads(self) -> dict[str, int]:
+        with BrokerClient(self.opts.broker) as client:
+            self._content_types = _content_types(client, self.opts.selector)
+            return {j: client.write_head(j) for j in self._content_types}
+
+    def initialOffset(self) -> dict:
+        """Driver, once per new query: ``startingOffsets``."""
+        heads = self._heads()
+        start = self.opts.starting
+        if start == "earliest":
+            return {j: 0 for j in heads}
+        if start == "latest":
+            return dict(heads)
+        assert isinstance(start, dict)
+        return {j: (heads[j] if start.get(j, -2) == -1 else max(0, start.get(j, 0))) for j in heads}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_bytes_per_trigger:
+            return ReadMaxBytes(self.opts.max_bytes_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Driver: freeze today's write heads as the target (journals created
+        later are not read by this run)."""
+        self._target = self._heads()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """Driver, once per trigger: the next batch's end offsets."""
+        heads = self._heads()
+        if self._target is not None:
+            heads = {j: min(h, self._target[j]) for j, h in heads.items() if j in self._target}
+        begin = {j: int(start.get(j, 0)) for j in heads}
+        budget = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
+        end = dict(start)  # Journals no longer selected keep their offset.
+        end.update(_share(begin, heads, budget))
+        return end
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        """Driver: one slice per journal with new bytes in this batch."""
+        out = []
+        for journal in sorted(end):
+            lo, hi = int(start.get(journal, 0)) if start else 0, int(end[journal])
+            if hi > lo:
+                if journal not in self._content_types:
+                    self._heads()
+                content_type = self._content_types.get(journal, DEFAULT_CONTENT_TYPE)
+                out.append(InputPartition(StreamSlice(self.opts, journal, content_type, lo, hi)))
+        return out
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Executor: one journal slice, from and to a sequencer snapshot."""
+        yield from read_slice(partition.value)
+
+    def commit(self, end: dict) -> None:
+        """Driver (lags one batch): snapshots below a committed end are not needed
+        by any future batch or replay."""
+        store = SnapshotStore(self.opts.state_location)
+        for journal, offset in end.items():
+            store.prune(journal, int(offset))
+
+
+def _share(begin: dict[str, int], heads: dict[str, int], budget: int | None) -> dict[str, int]:
+    """End offsets: all available bytes, or ``budget`` bytes shared by water-filling
+    (each journal gets an equal share; what one cannot use goes to the others)."""
+    avail = {j: max(0, heads[j] - begin[j]) for j in heads}
+    if budget is None:
+        return {j: begin[j] + avail[j] for j in heads}
+    grant = dict.fromkeys(heads, 0)
+    left, open_ = budget, sorted(j for j in heads if avail[j] > 0)
+    while left > 0 and open_:
+        share = max(1, left // len(open_))
+        for j in list(open_):
+            take = min(share, avail[j] - grant[j], left)
+            grant[j] += take
+            left -= take
+            if grant[j] >= avail[j]:
+                open_.remove(j)
+            if left <= 0:
+                break
+    return {j: begin[j] + grant[j] for j in heads}
+
+
+def read_slice(s: StreamSlice) -> Iterator[pa.RecordBatch]:
+    """Read ``[s.start, s.end)`` from the snapshot at ``start``; save the one at
+    ``end`` after the last row is yielded (a task that dies earlier saves
+    nothing, and its retry starts over from the same snapshot)."""
+    store = SnapshotStore(s.opts.state_location)
+    snap = store.load(s.journal, s.start) or Snapshot(s.start, Checkpoint({}))
+    framing = framing_for(s.content_type, s.opts.uuid_field)
+    rows = RowBuffer(s.journal)
+    resume = max(snap.resume, s.start)
+    seq = Sequencer.from_checkpoint(snap.checkpoint, s.opts.ring_size)
+    with BrokerClient(s.opts.broker) as client:
+        frames = _tracked(decode_range(client, s.journal, framing, resume, s.end) if resume < s.end else iter(()))
+        if s.opts.committed:
+            out = ((e.begin, e.end, e.uuid, e.value) for e, _ in sequence_committed(
+                frames, s.journal, seq, replayer(client, s.journal, framing), s.opts.include_acks))
+        else:
+            out = ((f.begin, f.end, f.uuid, f.value) for f in frames)
+        for row in out:
+            if (batch := rows.add(*row)) is not None:
+                yield batch
+    if (batch := rows.flush()) is not None:
+        yield batch
+    offsets, states = seq.checkpoint(PRUNE_HORIZON_CLOCK)
+    resume = max(resume, s.end, frames.last_end)  # Past a message straddling ``end``.
+    store.save(s.journal, s.end, Snapshot(resume, Checkpoint(offsets, tuple(states))))
+
+
+class _tracked:
+    """Iterates frames, remembering the end of the last one."""
+
+    def __init__(self, frames: Iterator) -> None:
+        self._frames, self.last_end = frames, 0
+
+    def __iter__(self) -> _tracked:
+        return self
+
+    def __next__(self):  # noqa: ANN204
+        f = next(self._frames)
+        self.last_end = f.end
+        return f

@@ -1,0 +1,33 @@
+"""``herald pipelines lag``: read-through from a query's checkpoint vs write heads."""
+
+from __future__ import annotations
+
+import pytest
+from spark_helpers import Producer, make_journals, run_stream
+from typer.testing import CliRunner
+
+from herald.cli.pipelines import pipelines_app
+from herald.spark.lag import checkpoint_offsets
+
+pytestmark = pytest.mark.spark
+
+
+def test_lag_shows_write_head_minus_read_through_per_journal(spark, broker, client, tmp_path):
+    [journal] = make_journals(broker, "lag/a", labels={"app": "lag"})
+    p = Producer(client)
+    p.committed(journal, *[{"n": i} for i in range(10)])
+    read_through = client.write_head(journal)
+    ck = tmp_path / "ck"
+    run_stream(spark, broker, "app=lag", ck, tmp_path / "out")
+    p.committed(journal, {"n": 10})
+    assert checkpoint_offsets(ck) == {journal: read_through}
+    result = CliRunner().invoke(pipelines_app, ["lag", "--checkpoint", str(ck), "--broker", broker.url])
+    assert result.exit_code == 0, result.output
+    [line] = [ln for ln in result.output.splitlines() if ln.startswith(journal)]
+    head = client.write_head(journal)
+    assert line.split()[1:] == [str(read_through), str(head), str(head - read_through)]
+
+
+def test_lag_of_a_directory_that_is_no_checkpoint_fails_clearly(tmp_path):
+    result = CliRunner().invoke(pipelines_app, ["lag", "--checkpoint", str(tmp_path), "--broker", "http://x"])
+    assert result.exit_code == 1 and "not a Spark checkpoint" in result.output

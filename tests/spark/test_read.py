@@ -1,0 +1,73 @@
+"""Batch reads of format ``herald``: fragments straight from stores, the tail
+through the broker, read-committed across fragment boundaries."""
+
+from __future__ import annotations
+
+import pytest
+from spark_helpers import (
+    Producer,
+    broker_bytes,
+    herald_read,
+    make_journals,
+    reference_committed,
+    spark_values,
+    wait_persisted,
+)
+
+from herald.spark.reading import plan_pieces
+
+pytestmark = pytest.mark.spark
+
+
+def test_batch_read_has_one_partition_per_persisted_fragment_plus_the_tail(spark, broker, client):
+    [journal] = make_journals(broker, "read/parts", labels={"app": "parts"}, length=2048)
+    p = Producer(client)
+    for i in range(120):
+        p.committed(journal, {"n": i, "pad": "x" * 40})
+    wait_persisted(client, journal, 3)
+    pieces = plan_pieces(client, journal)
+    assert [pc.fragment is not None for pc in pieces][:3] == [True, True, True]
+    assert pieces[-1].end == client.write_head(journal)
+    df = herald_read(spark, broker, "app=parts")
+    assert df.rdd.getNumPartitions() == len(pieces)
+    rows = df.orderBy("begin").collect()
+    assert [r.begin for r in rows[1:]] == [r.end for r in rows[:-1]]  # Contiguous messages.
+    assert {r.flags for r in rows} == {0} and len({r.producer for r in rows}) == 1
+    assert all(r.uuid and r.value.startswith(b'{"UUID":"' + r.uuid.encode()) for r in rows)
+
+
+@pytest.mark.parametrize("codec", ["NONE", "GZIP", "SNAPPY", "ZSTANDARD"])
+def test_batch_read_of_each_codec_equals_the_broker_read_byte_for_byte(spark, broker, client, codec):
+    journal = f"codec/{codec.lower()}"
+    make_journals(broker, journal, labels={"codec": codec.lower()}, length=4096, compression_codec=codec)
+    p = Producer(client)
+    for i in range(0, 300, 10):
+        p.committed(journal, *[{"n": n, "s": "é" * (n % 7)} for n in range(i, i + 10)])
+    wait_persisted(client, journal, 3)
+    rows = herald_read(spark, broker, f"codec={codec.lower()}").orderBy("begin").collect()
+    assert b"".join(bytes(r.value) + b"\n" for r in rows) == broker_bytes(client, journal)
+
+
+def test_read_committed_batch_is_exact_across_fragment_boundaries(spark, broker, client):
+    [journal] = make_journals(broker, "read/txn", labels={"app": "txn"}, length=1024)
+    a, b, c = Producer(client), Producer(client), Producer(client)
+    for i in range(40):
+        a.uncommitted(journal, {"n": i, "pad": "y" * 60})            # Spans many fragments...
+    b.committed(journal, *[{"n": 100 + i} for i in range(5)])
+    dup = b.uncommitted(journal, *[{"n": 200 + i} for i in range(10)])
+    client.append(journal, dup)                                      # ...duplicated appends...
+    c.uncommitted(journal, *[{"n": 300 + i} for i in range(10)])     # ...a txn never ACKed...
+    [ack_b] = b.ack()
+    a.ack()                                                          # ...ACK fragments later.
+    rolled = a.uncommitted(journal, {"n": 999})
+    client.append(journal, ack_b.data)                               # A re-appended ACK: no-op.
+    client.append(journal, rolled)
+    wait_persisted(client, journal, 3)
+    expected = reference_committed(client, journal)
+    got = spark_values(herald_read(spark, broker, "app=txn", committed=True))
+    assert sorted(got) == sorted(expected) and len(got) == 40 + 5 + 10
+    assert len(plan_pieces(client, journal)) >= 3
+
+
+def test_empty_selection_reads_no_rows(spark, broker):
+    assert herald_read(spark, broker, "app=nothing").count() == 0

@@ -1,0 +1,137 @@
+"""The exactly-once sink and the batch writer of format ``herald`` [I-SINK-1]."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+from spark_helpers import Producer, herald_read, make_journals, reference_committed
+
+from herald.message import modulo_mapping
+from herald.protocol.errors import HeraldError
+from herald.spark.options import SourceOptions
+from herald.spark.sink import FencedError, commit_batch, publish_rows
+
+pytestmark = pytest.mark.spark
+
+
+def _bodies(values) -> list[int]:
+    """The ``n`` of each message, its UUID dropped (outputs carry new UUIDs)."""
+    return sorted(json.loads(v)["n"] for v in values)
+
+
+def _copy_stream(spark, broker, ck, src: str, dst: str, **sink_options):
+    df = (spark.readStream.format("herald").option("broker", broker.url).option("selector", src)
+          .option("stateLocation", str(ck)).option("maxBytesPerTrigger", "2000").load())
+    writer = (df.select("value").writeStream.format("herald").option("broker", broker.url)
+              .option("selector", dst).option("checkpointLocation", str(ck)))
+    for k, v in sink_options.items():
+        writer = writer.option(k, str(v))
+    query = writer.trigger(availableNow=True).start()
+    query.awaitTermination()
+
+
+def _committed_outputs(client, journals) -> list[bytes]:
+    return [v for j in journals for v in reference_committed(client, j)]
+
+
+def test_stream_copy_is_exactly_once_and_a_rerun_batch_publishes_nothing_new(spark, broker, client, tmp_path):
+    [src] = make_journals(broker, "sink1/in", labels={"app": "sink1-in"})
+    outs = make_journals(broker, "sink1/out-0", "sink1/out-1", labels={"app": "sink1-out"})
+    p, q = Producer(client), Producer(client)
+    p.committed(src, *[{"n": i} for i in range(50)])
+    q.uncommitted(src, *[{"n": 100 + i} for i in range(30)])
+    q.ack()
+    ck = tmp_path / "ck"
+    _copy_stream(spark, broker, ck, "app=sink1-in", "app=sink1-out")
+    expected = list(range(50)) + list(range(100, 130))
+    assert _bodies(_committed_outputs(client, outs)) == expected
+
+    last = max(int(f.name) for f in (ck / "commits").iterdir() if f.name.isdigit())
+    for name in (str(last), f".{last}.crc"):  # The driver "died" after the sink commit.
+        (ck / "commits" / name).unlink(missing_ok=True)
+    before = herald_read(spark, broker, "app=sink1-out").count()
+    _copy_stream(spark, broker, ck, "app=sink1-in", "app=sink1-out")
+    assert herald_read(spark, broker, "app=sink1-out").count() > before  # The replay wrote again...
+    assert _bodies(_committed_outputs(client, outs)) == expected  # ...but nothing new committed.
+
+
+def test_task_failing_its_first_attempt_still_yields_exactly_once(spark, broker, client, tmp_path):
+    from pyspark.sql.functions import col, udf
+
+    [src] = make_journals(broker, "sink2/in", labels={"app": "sink2-in"})
+    [out] = make_journals(broker, "sink2/out", labels={"app": "sink2-out"})
+    Producer(client).committed(src, *[{"n": i} for i in range(400)])
+
+    @udf("binary")
+    def fail_first_attempt(value):
+        from pyspark import TaskContext
+
+        if TaskContext.get().attemptNumber() == 0 and json.loads(value)["n"] == 300:
+            raise RuntimeError("injected failure on the first attempt")
+        return value
+
+    ck = tmp_path / "ck"
+    df = (spark.readStream.format("herald").option("broker", broker.url).option("selector", "app=sink2-in")
+          .option("stateLocation", str(ck)).load())
+    query = (df.select(fail_first_attempt(col("value")).alias("value")).writeStream.format("herald")
+             .option("broker", broker.url).option("selector", "app=sink2-out").option("appendBytes", "1")
+             .option("checkpointLocation", str(ck)).trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert _bodies(reference_committed(client, out)) == list(range(400))
+    raw = herald_read(spark, broker, "app=sink2-out").count()
+    assert raw > 400 + 1  # The failed attempt's messages are there, uncommitted.
+
+
+def test_a_fenced_zombie_driver_cannot_commit(broker, client, tmp_path):
+    [out] = make_journals(broker, "sink3/out", labels={"app": "sink3"})
+    opts = SourceOptions.parse({"broker": broker.url, "selector": "app=sink3",
+                                "checkpointLocation": str(tmp_path)}, streaming=True)
+    old, new = "0123456789abcdef", "fedcba9876543210"
+
+    def batch(*ns):
+        rows = pa.RecordBatch.from_pydict({"value": [json.dumps({"n": n}) for n in ns]})
+        return publish_rows(opts, [rows], seed=1)
+
+    commit_batch(opts, old, [batch(1, 2)], 0)
+    zombie_msg = batch(3, 4)  # The old driver is mid-batch 1 when the new one takes over.
+    commit_batch(opts, new, [], 0)  # Recovery: re-append batch 0's intents, fence.
+    with pytest.raises(FencedError):
+        commit_batch(opts, old, [zombie_msg], 1)
+    with pytest.raises(HeraldError) as err:  # The broker fences it too [I-REG-1].
+        client.append(out, zombie_msg.intents[0][1], check_registers=f"herald-sink={old}")
+    assert err.value.status.name == "REGISTER_MISMATCH"
+    commit_batch(opts, new, [batch(5)], 1)
+    assert _bodies(reference_committed(client, out)) == [1, 2, 5]
+
+
+def test_sink_maps_keys_to_journals_with_the_modulo_mapping(spark, broker, client, tmp_path):
+    outs = make_journals(broker, "sink4/out-0", "sink4/out-1", "sink4/out-2", labels={"app": "sink4"})
+    rows = [(json.dumps({"n": i}), f"user-{i}") for i in range(60)]
+    (spark.createDataFrame(rows, "value string, key string").repartition(3).write.format("herald")
+     .option("broker", broker.url).option("selector", "app=sink4").mode("append").save())
+    for journal in outs:
+        got = _bodies(reference_committed(client, journal))
+        assert got == sorted(i for i in range(60) if modulo_mapping(f"user-{i}".encode(), outs) == journal)
+
+
+def test_batch_write_is_one_transaction_all_or_nothing(spark, broker, client):
+    from pyspark.sql.functions import col, udf
+
+    [out] = make_journals(broker, "sink5/out", labels={"app": "sink5"})
+    df = spark.createDataFrame([(json.dumps({"n": i}),) for i in range(100)], "value string").repartition(4)
+
+    @udf("string")
+    def explode_on_99(value):
+        if json.loads(value)["n"] == 99:
+            raise RuntimeError("injected failure")
+        return value
+
+    with pytest.raises(Exception):
+        (df.select(explode_on_99(col("value")).alias("value")).write.format("herald")
+         .option("broker", broker.url).option("selector", "app=sink5").option("appendBytes", "1")
+         .mode("append").save())
+    assert reference_committed(client, out) == []  # None visible...
+    df.write.format("herald").option("broker", broker.url).option("selector", "app=sink5").mode("append").save()
+    assert _bodies(reference_committed(client, out)) == list(range(100))  # ...then all.
