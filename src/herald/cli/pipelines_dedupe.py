@@ -1,0 +1,167 @@
+"""``herald pipelines dedupe | generate | audit``: Segment's de-duplication, end to end.
+
+    herald pipelines generate --output prefix=events/ --count 200000 --dup-rate 0.006
+    herald pipelines dedupe --input prefix=events/ --output prefix=deduped/ --checkpoint /tmp/ckpt
+    herald pipelines audit --input prefix=events/ --output prefix=deduped/ -o json
+
+Register on the ``pipelines`` Typer app with `register` (``herald.cli.pipelines``
+owns that app)::
+
+    from herald.cli.pipelines_dedupe import register
+    register(pipelines_app)
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import typer
+
+from herald.cli import config
+from herald.cli.logs import configure
+from herald.cli.output import OutputFormat, print_doc, print_table
+from herald.client import BrokerClient
+from herald.message import NoJournalsError
+from herald.protocol.errors import HeraldError, Status
+
+__all__ = ["audit_command", "dedupe_command", "generate_command", "register"]
+
+log = logging.getLogger(__name__)
+
+BROKER = typer.Option(None, "--broker", "--broker.address", show_default=False,
+                      help="Broker URL [default: $BROKER_ADDRESS, the config file, http://localhost:8080].")
+LOG_LEVEL = typer.Option("warning", "--log.level", help="debug, info, warning or error.")
+OUTPUT = typer.Option(OutputFormat.table, "-o", "--output-format", "--format", help="table, yaml or json.")
+
+
+def _command(fn: Callable[..., None]) -> Callable[..., None]:
+    """Logging set-up, and one clear error line for an unreachable broker."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> None:
+        configure(kwargs.get("log_level") or "warning")
+        try:
+            fn(*args, **kwargs)
+        except httpx.TransportError as err:
+            raise HeraldError(Status.INTERNAL, f"cannot reach the broker: {err}") from None
+        except NoJournalsError:
+            raise HeraldError(Status.JOURNAL_NOT_FOUND, "the selector matched no journals") from None
+
+    return run
+
+
+@_command
+def generate_command(
+    output: str = typer.Option(..., "--output", help="Selector of the input journals to write, e.g. prefix=events/."),
+    count: int = typer.Option(..., "--count", help="Events to generate (retries come on top)."),
+    rate: float = typer.Option(0.0, "--rate", help="Events per second (0 = as fast as possible)."),
+    dup_rate: float = typer.Option(0.006, "--dup-rate", help="Fraction of events a client sends twice."),
+    retry_delay: str = typer.Option("2s", "--retry-delay", help="Mean delay of a retry after its original."),
+    mapping: str = typer.Option("modulo", "--mapping", help="modulo, rendezvous or random (on messageId)."),
+    seed: int = typer.Option(None, "--seed", help="Seed for a reproducible stream."),
+    broker: str = BROKER,
+    log_level: str = LOG_LEVEL,
+) -> None:
+    """Publish Segment-like events; a fraction is re-sent later as a retrying client would."""
+    from herald.pipelines.dedupe import parse_window
+    from herald.pipelines.generate import GeneratorSettings, generate
+
+    settings = GeneratorSettings(count=count, rate=rate or None, dup_rate=dup_rate,
+                                 retry_delay_s=parse_window(retry_delay, "retry_delay"), mapping=mapping, seed=seed)
+    with BrokerClient(config.resolve_broker_address(broker)) as client:
+        stats = generate(client, output, settings)
+    print(f"published {stats.events} events + {stats.retries} retries in {stats.elapsed_s:.1f} s "
+          f"({stats.events_per_s:,.0f} events/s)")
+
+
+@_command
+def dedupe_command(
+    input: str = typer.Option(..., "--input", help="Selector of the input journals."),
+    output: str = typer.Option(..., "--output", help="Selector of the output journals."),
+    checkpoint: str = typer.Option(..., "--checkpoint", help="Checkpoint directory (Spark's and Herald's)."),
+    key: str = typer.Option("messageId", "--key", help="JSON field holding the message id."),
+    time_field: str = typer.Option("", "--time-field",
+                                   help="JSON field of the event time (e.g. timestamp); default: arrival time."),
+    window: str = typer.Option("28d", "--window", help="De-duplication window, e.g. 28d, 24h."),
+    trigger: str = typer.Option("available-now", "--trigger", help="available-now, or an interval like 5s."),
+    max_keys: int = typer.Option(0, "--max-keys", help="Cap on state keys (0 = none): the window shrinks."),
+    min_window: str = typer.Option("24h", "--min-window", help="Warn when the effective window falls below."),
+    mapping: str = typer.Option("modulo", "--mapping", help="Output mapping on the key."),
+    max_bytes_per_trigger: int = typer.Option(0, "--max-bytes-per-trigger", help="Input bytes per batch (0 = all)."),
+    master: str = typer.Option("local[2]", "--master", help="Spark master."),
+    partitions: int = typer.Option(4, "--partitions", help="State partitions (fixed by the first run)."),
+    no_skew_guard: bool = typer.Option(False, "--no-skew-guard", hidden=True,
+                                       help="Raw event-time watermark (for measuring [I-DEDUP-1] only)."),
+    broker: str = BROKER,
+    log_level: str = LOG_LEVEL,
+) -> None:
+    """Publish each key once per window, exactly once (Spark + RocksDB state)."""
+    from herald.pipelines.dedupe import (
+        DedupeSettings,
+        parse_window,
+        run_dedupe,
+        spark_session,
+    )
+
+    trigger_s = trigger if trigger == "available-now" else str(parse_window(trigger, "trigger"))
+    settings = DedupeSettings(
+        broker=config.resolve_broker_address(broker), input=input, output=output, checkpoint=checkpoint, key=key,
+        time_field=time_field, window_s=parse_window(window), trigger=trigger_s, max_keys=max_keys,
+        min_window_s=parse_window(min_window, "min_window"), skew_guard=not no_skew_guard, mapping=mapping,
+        max_bytes_per_trigger=max_bytes_per_trigger)
+    spark = spark_session(master, partitions)
+    summary = run_dedupe(spark, settings, report=lambda line: print(line, flush=True))
+    print(f"summary: {summary.line()}", flush=True)
+    if summary.below_min_window:
+        print(f"warning: effective window under --min-window {min_window}", file=sys.stderr)
+
+
+@_command
+def audit_command(
+    input: str = typer.Option(..., "--input", help="Selector of the input journals."),
+    output: str = typer.Option(..., "--output", help="Selector of the output journals."),
+    key: str = typer.Option("messageId", "--key", help="JSON field holding the message id."),
+    fmt: OutputFormat = OUTPUT,
+    broker: str = BROKER,
+    log_level: str = LOG_LEVEL,
+) -> None:
+    """Count input events, unique keys, output events, duplicates and missing keys
+    (read-committed). Exits 1 unless each key is in the output exactly once."""
+    from herald.pipelines.audit import audit
+
+    with BrokerClient(config.resolve_broker_address(broker)) as client:
+        report = audit(client, input, output, key)
+    if fmt is OutputFormat.table:
+        print_table(["METRIC", "VALUE"], report.rows())
+    else:
+        print_doc(report.to_dict(), fmt)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``dedupe``, ``generate`` and ``audit`` to the ``pipelines`` app."""
+    app.command("dedupe")(dedupe_command)
+    app.command("generate")(generate_command)
+    app.command("audit")(audit_command)
+
+
+def _standalone() -> None:
+    """``python -m herald.cli.pipelines_dedupe …``: these commands without the rest
+    of the CLI (the crash tests run the driver this way, in its own process group)."""
+    app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+    register(app)
+    try:
+        app()
+    except HeraldError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    _standalone()

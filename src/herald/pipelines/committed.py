@@ -1,0 +1,72 @@
+"""Read a journal read-committed, outside Spark: the audit's and the tests' reader.
+
+`read_committed` drives Gazette's Sequencer over a `RetryReader`: frames are
+decoded by the journal's framing, queued read-uncommitted, and committed ones
+dequeued; a committed span that fell out of the ring is replayed by re-reading
+its byte range ([I-SEQ-1]). ACK messages are yielded too (the Sequencer delivers
+them last in each sequence) so callers can tell when a transaction committed;
+`is_ack` tells them apart.
+
+    with BrokerClient(url) as client:
+        for env in read_committed(client, "deduped/part-000"):
+            if not is_ack(env):
+                handle(env.value)
+
+Blocks on I/O; without ``block`` it stops at the write head read at open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from herald.client import BrokerClient, RetryReader
+from herald.message import (
+    ACK_TXN,
+    Envelope,
+    Framing,
+    NDJSONFraming,
+    QueueOutcome,
+    Sequencer,
+    framing_for,
+)
+
+__all__ = ["is_ack", "read_committed", "read_uncommitted"]
+
+
+def is_ack(env: Envelope) -> bool:
+    """True for an ACK_TXN message (it carries no event)."""
+    return env.uuid is not None and env.flags == ACK_TXN
+
+
+def read_uncommitted(client: BrokerClient, journal: str, framing: Framing, begin: int = 0,
+                     end: int = 0, block: bool = False) -> Iterator[Envelope]:
+    """Every framed message of ``journal`` from ``begin`` (to ``end``, 0 = head)."""
+    decoder = framing.decoder()
+    reader = RetryReader(client, journal, begin, block=block, end_offset=end)
+    with reader:
+        for offset, chunk in reader:
+            for frame in decoder.feed(chunk, offset):
+                if isinstance(frame, Exception):
+                    continue  # a framing error: skipped bytes, as Gazette's readers do.
+                yield Envelope(journal, frame.begin, frame.end, frame.uuid, frame.value)
+
+
+def read_committed(client: BrokerClient, journal: str, framing: Framing | None = None,
+                   block: bool = False) -> Iterator[Envelope]:
+    """Committed messages (and ACKs) of ``journal``, each exactly once ([I-SEQ-1])."""
+    framing = framing or _framing_of(client, journal)
+    seq = Sequencer()
+    for env in read_uncommitted(client, journal, framing, block=block):
+        outcome = seq.queue_uncommitted(env)
+        if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
+            name, begin, end = seq.replay_range()
+            seq.start_replay(read_uncommitted(client, name, framing, begin, end))
+        while seq.step():
+            yield seq.dequeued  # type: ignore[misc]
+
+
+def _framing_of(client: BrokerClient, journal: str) -> Framing:
+    infos = client.list(f"name={journal}")
+    if not infos:
+        return NDJSONFraming()
+    return framing_for(infos[0].spec.labels.value_of("content-type") or NDJSONFraming.content_type)

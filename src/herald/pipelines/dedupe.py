@@ -1,0 +1,257 @@
+"""Segment's de-duplication on Spark: publish each ``messageId`` once per window.
+
+The query (DESIGN.md §5)::
+
+    herald source (read-committed) → key, dedupe time t
+      → withWatermark(t, d) → dropDuplicatesWithinWatermark(key)   # RocksDB state
+      → herald sink (exactly once, mapped by key)
+
+The state is Spark's RocksDB provider with changelog checkpointing (set here).
+A key's state entry expires when the watermark (max t seen − d) passes t + d.
+
+**The dedupe time t** ([I-DEDUP-1]). Spark's watermark is one value for the
+whole query, and Spark *drops* rows older than it as late. Fed raw event times,
+one journal (or one phone with a wrong clock) running ahead moves the watermark
+for everyone: the others' keys expire early and their retries slip through,
+and their late events are silently lost. So t is guarded::
+
+    t = clamp(basis, now − band, now) + boost(now)
+
+``basis`` is the input message's arrival time (its UUID clock, stamped by the
+Publisher) or, with ``time_field``, the event's own timestamp; ``now`` is the
+micro-batch's timestamp (``current_timestamp()``: fixed per batch and identical
+on replay). Nothing can push the watermark past ``now − d``, and since
+``band ≤ d`` every row lands above the previous batch's watermark: no row is
+ever late, so nothing is lost, and a key is kept at least ``window`` of batch
+time whatever the skew between journals. With ``d = (window + band) / 2`` and no
+skew, a key is kept until the stream's time is ``window + band`` past it, so the
+window is exact to within ``band`` (10 % of it). ``boost`` is the size bound
+(`herald.pipelines.control`).
+
+    settings = DedupeSettings(broker=url, input="prefix=events/", output="prefix=deduped/",
+                              checkpoint="/tmp/ckpt", window_s=28 * 86400)
+    summary = run_dedupe(spark, settings)     # blocks; available-now returns when done
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from herald.pipelines.control import FORMAT as CONTROL_FORMAT
+from herald.pipelines.control import Boost, ControlSource, read_boost, write_boost
+from herald.pipelines.metrics import DedupeMonitor, DedupeSummary
+from herald.pipelines.publisher import MAPPINGS
+from herald.protocol.errors import ValidationError
+from herald.protocol.journal import parse_duration
+
+__all__ = [
+    "DedupeSettings",
+    "configure_state_store",
+    "dedupe_frame",
+    "parse_window",
+    "run_dedupe",
+    "spark_session",
+    "start_dedupe",
+]
+
+log = logging.getLogger(__name__)
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+BAND_FRACTION = 0.1
+QUERY_NAME = "herald-dedupe"
+PROGRESS_POLL_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class DedupeSettings:
+    """One dedupe pipeline. ``trigger`` is ``available-now`` (process what is
+    there, then stop) or an interval in seconds between micro-batches."""
+
+    broker: str
+    input: str
+    output: str
+    checkpoint: str
+    key: str = "messageId"
+    time_field: str = ""
+    window_s: float = 28 * 86400.0
+    trigger: str = "available-now"
+    max_keys: int = 0
+    min_window_s: float = 86400.0
+    skew_guard: bool = True
+    mapping: str = "modulo"
+    max_bytes_per_trigger: int = 0
+
+    def __post_init__(self) -> None:
+        if self.window_s <= 0:
+            raise ValidationError("window", f"must be > 0 ({self.window_s})")
+        if self.max_keys < 0:
+            raise ValidationError("max_keys", f"must be >= 0 ({self.max_keys})")
+        if self.mapping not in MAPPINGS:
+            raise ValidationError("mapping", f"must be one of {', '.join(MAPPINGS)} ({self.mapping!r})")
+        if not self.key:
+            raise ValidationError("key", "must name the JSON field holding the message id")
+        if self.trigger != "available-now":
+            try:
+                if float(self.trigger) <= 0:
+                    raise ValueError
+            except ValueError:
+                raise ValidationError("trigger", f"want available-now or seconds > 0 ({self.trigger!r})") from None
+
+    @property
+    def window_ms(self) -> int:
+        return int(self.window_s * 1000)
+
+    @property
+    def band_ms(self) -> int:
+        return max(1, int(self.window_ms * BAND_FRACTION))
+
+    @property
+    def delay_ms(self) -> int:
+        """The watermark delay d: (window + band) / 2, see the module docstring."""
+        return (self.window_ms + self.band_ms + 1) // 2
+
+    @property
+    def control_path(self) -> Path:
+        return Path(self.checkpoint) / "herald-dedupe" / "boost.json"
+
+
+_DAYS = {"d": 86400.0, "w": 7 * 86400.0}
+
+
+def parse_window(text: str, field: str = "window") -> float:
+    """Seconds of ``28d``, ``2w``, ``24h``, ``90s``, ``1h30m`` (Go durations plus days
+    and weeks, the units windows are thought of in)."""
+    body = text.strip()
+    if body[-1:] in _DAYS:
+        try:
+            return float(body[:-1]) * _DAYS[body[-1]]
+        except ValueError:
+            raise ValidationError(field, f"invalid duration ({text!r}; e.g. 28d, 24h, 90s)") from None
+    return parse_duration(body, field)
+
+
+def spark_session(master: str = "local[2]", shuffle_partitions: int = 4) -> Any:
+    """A Spark session for the dedupe driver: workers run this interpreter (so
+    they import herald), RocksDB state, no UI. ``shuffle_partitions`` is the
+    number of state store partitions; it is fixed by the first run's checkpoint."""
+    import os
+    import sys
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(master).appName(QUERY_NAME)
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+             .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+             .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def configure_state_store(spark: Any) -> None:
+    """RocksDB state with changelog checkpointing (Segment's RocksDB + WAL):
+    each batch uploads only the changed keys; snapshots are made in the background."""
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+
+
+def dedupe_frame(spark: Any, s: DedupeSettings) -> Any:
+    """The streaming DataFrame of survivors: ``key``, ``value`` (the input JSON)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    import herald.spark
+
+    herald.spark.register(spark)
+    spark.dataSource.register(ControlSource)
+    fields = [StructField(s.key, StringType())]
+    if s.time_field and s.time_field != s.key:
+        fields.append(StructField(s.time_field, StringType()))
+    src = (spark.readStream.format("herald").option("broker", s.broker).option("selector", s.input)
+           .option("stateLocation", str(Path(s.checkpoint) / "source"))
+           .option("maxBytesPerTrigger", str(s.max_bytes_per_trigger)).load())
+    doc = F.from_json(F.col("value").cast("string"), StructType(fields))
+    # A message without a key can't be a duplicate: key it by its position.
+    key = F.coalesce(doc[s.key], F.concat(F.col("journal"), F.lit(":"), F.col("begin").cast("string")))
+    arrival_ms = F.unix_millis(F.col("timestamp"))
+    basis = arrival_ms
+    if s.time_field:
+        basis = F.coalesce(F.unix_millis(F.to_timestamp(doc[s.time_field])), arrival_ms)
+    now = F.unix_millis(F.current_timestamp())
+    t_ms = F.least(F.greatest(basis, now - s.band_ms + 1), now) if s.skew_guard else basis
+    if s.max_keys:  # The size bound's boost, re-read by every batch (control.py).
+        control = spark.read.format(CONTROL_FORMAT).option("path", str(s.control_path)).load()
+        src = src.crossJoin(F.broadcast(control))
+        elapsed = F.greatest(now - F.col("at_ms"), F.lit(0))
+        t_ms = t_ms + F.col("from_ms") + (F.col("rate") * elapsed).cast("long")
+    rows = src.select(key.alias("key"), F.col("value"), F.timestamp_millis(t_ms).alias("t"))
+    return (rows.withWatermark("t", f"{s.delay_ms} milliseconds")
+            .dropDuplicatesWithinWatermark(["key"]).select("key", "value"))
+
+
+def start_dedupe(spark: Any, s: DedupeSettings) -> Any:
+    """Start the query (returns the StreamingQuery; the caller awaits it)."""
+    configure_state_store(spark)
+    # Python data sources are looked up in the JVM thread's *active* session, which
+    # a thread other than the one that built the session does not have.
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+    if not s.control_path.exists():
+        write_boost(s.control_path, Boost())
+    writer = (dedupe_frame(spark, s).writeStream.format("herald").queryName(QUERY_NAME)
+              .option("broker", s.broker).option("selector", s.output).option("mapping", s.mapping)
+              .option("checkpointLocation", str(Path(s.checkpoint) / "query")).outputMode("append"))
+    if s.trigger == "available-now":
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{float(s.trigger)} seconds")
+    return writer.start()
+
+
+def run_dedupe(spark: Any, s: DedupeSettings, report: Callable[[str], None] | None = print,
+               stop: Callable[[], bool] | None = None) -> DedupeSummary:
+    """Run until an available-now run is done (or ``stop()`` says so, or Ctrl-C),
+    printing a metrics line per micro-batch via ``report``; returns the summary.
+    Raises the query's exception if it failed."""
+    monitor = DedupeMonitor(s.window_s, s.min_window_s, s.max_keys, s.band_ms / 1000, read_boost(s.control_path))
+    query = start_dedupe(spark, s)
+    try:
+        while True:
+            finished = query.awaitTermination(PROGRESS_POLL_S)
+            _observe(query, monitor, s, report)
+            if finished or (stop is not None and stop()):
+                break
+    except KeyboardInterrupt:
+        log.warning("interrupted: stopping the dedupe query")
+    finally:
+        if query.isActive:
+            query.stop()
+    _observe(query, monitor, s, report)
+    if query.exception() is not None:
+        raise query.exception()
+    return monitor.summary()
+
+
+def _observe(query: Any, monitor: DedupeMonitor, s: DedupeSettings, report: Callable[[str], None] | None) -> None:
+    for progress in query.recentProgress:
+        line = monitor.observe(_as_dict(progress))
+        if line and report is not None:
+            report(line)
+    if s.max_keys and monitor.boost != read_boost(s.control_path):
+        write_boost(s.control_path, monitor.boost)
+    monitor.export(Path(s.checkpoint) / "herald-dedupe")
+
+
+def _as_dict(progress: Any) -> dict:
+    import json
+
+    if isinstance(progress, dict):
+        return progress
+    return json.loads(progress.json) if hasattr(progress, "json") else dict(progress)
