@@ -85,15 +85,23 @@ def test_kill_9_of_the_dedupe_driver_loses_and_duplicates_nothing(broker, client
     generate(client, "prefix=events/", GeneratorSettings(count=8_000, dup_rate=0.02, retry_delay_s=1.0, seed=seed))
     args = ["--input", "prefix=events/", "--output", "prefix=deduped/", "--checkpoint", str(tmp_path / "ckpt"),
             "--broker", broker.url, "--max-bytes-per-trigger", "100000", "--partitions", "2"]
-    for i in range(KILLS):
-        driver = Driver([*args, "--trigger", "1s"], tmp_path / "driver.log")
-        driver.wait_for_batch_line(BATCH_LINE_DEADLINE_S)
-        time.sleep(rnd.uniform(0.0, 3.0))  # the random point of the crash, not a synchronisation.
-        driver.kill()
-        generate(client, "prefix=events/", GeneratorSettings(count=500, dup_rate=0.05, seed=seed + i + 1))
-        _resend(client, rnd, 20)
-    final = Driver([*args, "--trigger", "available-now"], tmp_path / "driver.log")
-    assert final.wait(FINAL_RUN_DEADLINE_S) == 0, (tmp_path / "driver.log").read_text()[-3000:]
+    drivers: list[Driver] = []
+    try:
+        for i in range(KILLS):
+            driver = Driver([*args, "--trigger", "1s"], tmp_path / "driver.log")
+            drivers.append(driver)
+            driver.wait_for_batch_line(BATCH_LINE_DEADLINE_S)
+            time.sleep(rnd.uniform(0.0, 3.0))  # wait-ok: the random point of the crash.
+            driver.kill()
+            generate(client, "prefix=events/", GeneratorSettings(count=500, dup_rate=0.05, seed=seed + i + 1))
+            _resend(client, rnd, 20)
+        final = Driver([*args, "--trigger", "available-now"], tmp_path / "driver.log")
+        drivers.append(final)
+        assert final.wait(FINAL_RUN_DEADLINE_S) == 0, (tmp_path / "driver.log").read_text()[-3000:]
+    finally:  # never leave a driver (or its JVM) running after a failure
+        for driver in drivers:
+            if driver.proc.poll() is None:
+                driver.kill()
     report = audit(client, "prefix=events/", "prefix=deduped/")
     assert report.ok, (seed, report)
     assert report.unique_keys == report.output_events == 8_000 + KILLS * 500

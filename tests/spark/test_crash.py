@@ -55,17 +55,26 @@ def test_kill_9_at_random_points_still_yields_exactly_once(broker, client, tmp_p
     inputs = make_journals(broker, "crash/in-0", "crash/in-1", labels={"app": "crash-in"})
     outputs = make_journals(broker, "crash/out-0", "crash/out-1", labels={"app": "crash-out"})
     ck, rnd, expected = tmp_path / "ck", random.Random(os.getpid()), []
-    expected += _publish_round(client, inputs, 0, 1500)
-    for round_ in range(5):
-        child = _start(broker, ck, "forever")
-        assert child.stdout.readline().strip() == "started"  # Spark is up, the query running.
-        _wait_commits(ck, _commits(ck) + rnd.choice([0, 1, 1, 2]))
-        time.sleep(rnd.uniform(0, 1.5))  # A random point: planning, mid-batch, mid-commit...
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait(30)
-        expected += _publish_round(client, inputs, 10_000 * (round_ + 1), 300)
-    assert _commits(ck) >= 3  # The killed runs made progress between kills.
-    child = _start(broker, ck, "available-now")
-    assert child.wait(300) == 0
+    children: list[subprocess.Popen] = []
+    try:
+        expected += _publish_round(client, inputs, 0, 1500)
+        for round_ in range(5):
+            child = _start(broker, ck, "forever")
+            children.append(child)
+            assert child.stdout.readline().strip() == "started"  # Spark is up, the query running.
+            _wait_commits(ck, _commits(ck) + rnd.choice([0, 1, 1, 2]))
+            time.sleep(rnd.uniform(0, 1.5))  # wait-ok: a random point: planning, mid-batch, mid-commit...
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait(30)
+            expected += _publish_round(client, inputs, 10_000 * (round_ + 1), 300)
+        assert _commits(ck) >= 3  # The killed runs made progress between kills.
+        child = _start(broker, ck, "available-now")
+        children.append(child)
+        assert child.wait(300) == 0
+    finally:  # never leave a driver (or its JVM) running after a failure
+        for child in children:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait(30)
     got = sorted(json.loads(v)["n"] for j in outputs for v in reference_committed(client, j))
     assert got == sorted(expected)
