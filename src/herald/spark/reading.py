@@ -16,12 +16,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from herald.client import BrokerClient, FragmentInfo, RetryReader, read_fragment
-from herald.message import ACK_TXN, Envelope, Frame, Framing, FramingError, QueueOutcome, Sequencer
+import pyarrow as pa
 
-__all__ = ["Piece", "decode_fragment", "decode_range", "plan_pieces", "replayer", "sequence_committed"]
+from herald.message import ACK_TXN, Envelope, Frame, Framing, FramingError, QueueOutcome, Sequencer
+from herald.message.columnar import scan_ndjson
+from herald.message.framing import NDJSONFraming
+from herald.spark.rows import columns_batch
+
+__all__ = ["Piece", "decode_fragment", "decode_range", "piece_chunks", "plan_pieces", "replayer",
+           "scan_batches", "sequence_committed"]
 
 log = logging.getLogger(__name__)
 SIGNATURE_TTL_S = 3600.0
+SCAN_BLOCK_BYTES = 8 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +84,49 @@ def _sliced(chunks: Iterator[bytes], base: int, begin: int, end: int) -> Iterato
         pos += len(chunk)
         if pos >= end:
             return
+
+
+def piece_chunks(client: BrokerClient, piece: Piece) -> Iterator[tuple[int, bytes]]:
+    """``(offset, bytes)`` of a piece: from its store if persisted, else the broker."""
+    if piece.fragment is not None:
+        yield from _sliced(read_fragment(piece.fragment), piece.fragment.fragment.begin, piece.begin, piece.end)
+        return
+    with RetryReader(client, piece.journal, piece.begin, block=False, end_offset=piece.end,
+                     offload=True) as reader:
+        yield from reader
+
+
+def scan_batches(chunks: Iterator[tuple[int, bytes]], journal: str, framing: NDJSONFraming,
+                 block_bytes: int = SCAN_BLOCK_BYTES) -> Iterator[pa.RecordBatch]:
+    """Read-uncommitted NDJSON pieces as Arrow batches, scanned a block at a time
+    with numpy (`herald.message.columnar`): no Python object per message."""
+    parts: list[bytes] = []
+    size, base = 0, None
+    for offset, chunk in chunks:
+        base = offset if base is None else base
+        parts.append(chunk)
+        size += len(chunk)
+        if size >= block_bytes:
+            buf = b"".join(parts)
+            cols, used = scan_ndjson(buf, base, framing)
+            _log_errors(journal, cols.errors)
+            if len(cols):
+                yield columns_batch(journal, cols)
+            parts, size, base = [buf[used:]], len(buf) - used, base + used
+    buf = b"".join(parts)
+    if buf:
+        cols, used = scan_ndjson(buf, base, framing)
+        _log_errors(journal, cols.errors)
+        if len(cols):
+            yield columns_batch(journal, cols)
+        if used < len(buf):  # pieces end on append boundaries; this is a torn message
+            log.warning("journal=%s %d bytes at offset %d end without a newline; skipped",
+                        journal, len(buf) - used, base + used)
+
+
+def _log_errors(journal: str, errors) -> None:
+    for error in errors:
+        log.warning("journal=%s skipping undecodable bytes: %s", journal, error)
 
 
 def decode_fragment(piece: Piece, framing: Framing) -> Iterator[Frame]:

@@ -24,9 +24,11 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from herald.client import BrokerClient
 from herald.message import Checkpoint, Sequencer, duration_to_clock, framing_for
+from herald.message.framing import NDJSONFraming
 from herald.protocol.labels import CONTENT_TYPE
 from herald.spark.options import SourceOptions
-from herald.spark.reading import Piece, decode_fragment, decode_range, plan_pieces, replayer, sequence_committed
+from herald.spark.reading import (Piece, decode_fragment, decode_range, piece_chunks, plan_pieces, replayer,
+                                  scan_batches, sequence_committed)
 from herald.spark.rows import SPARK_SCHEMA, RowBuffer
 from herald.spark.state import Snapshot, SnapshotStore
 
@@ -111,6 +113,11 @@ class BatchReader(DataSourceReader):
             return
         framing = framing_for(part.content_type, part.opts.uuid_field)
         journal = part.pieces[0].journal
+        if not part.opts.committed and isinstance(framing, NDJSONFraming):
+            with BrokerClient(part.opts.broker) as client:
+                for piece in part.pieces:  # the bulk path: numpy scan, no object per message
+                    yield from scan_batches(piece_chunks(client, piece), journal, framing)
+            return
         rows = RowBuffer(journal)
         with BrokerClient(part.opts.broker) as client:
             frames = (f for piece in part.pieces for f in _piece_frames(client, piece, framing))

@@ -1,0 +1,120 @@
+"""NDJSON bytes → message columns with numpy: the bulk decoder for batch reads.
+
+``NDJSONDecoder`` builds one ``Frame`` per line (~0.6 M lines/s here). Batch
+readers (Spark) need columns, not objects, so ``scan_ndjson`` finds every line
+and reads the UUID at its fixed place (the first key, as Herald's encoder
+writes it) for all lines at once; only lines off that fast path go through the
+per-line decoder's rules. Values come out as one contiguous buffer with the
+newlines removed plus int32 offsets — the layout of an Arrow binary array.
+Pure: bytes in, arrays out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from herald.message.framing import FramingError, NDJSONFraming
+
+__all__ = ["Columns", "scan_ndjson"]
+
+_HEX = np.full(256, 255, dtype=np.uint8)
+for _i, _c in enumerate(b"0123456789abcdef"):
+    _HEX[_c] = _i
+for _i, _c in enumerate(b"ABCDEF"):
+    _HEX[_c] = 10 + _i
+# Positions of the 32 hex digits within the 36-character UUID text.
+_HEX_AT = np.array([i for i in range(36) if i not in (8, 13, 18, 23)], dtype=np.int64)
+_DASH_AT = np.array([8, 13, 18, 23], dtype=np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """Messages of one scanned block: ``n`` lines, each ``[begins[i], ends[i])`` in the
+    journal (``ends`` past the newline), its UUID (``uuids[i]``, valid where
+    ``has_uuid[i]``) and its value ``values[offsets[i]:offsets[i+1]]`` (no newline)."""
+
+    begins: np.ndarray
+    ends: np.ndarray
+    uuids: np.ndarray  # (n, 16) uint8
+    has_uuid: np.ndarray  # (n,) bool
+    values: np.ndarray  # uint8, newlines removed
+    offsets: np.ndarray  # (n + 1,) int32
+    errors: tuple[FramingError, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.begins)
+
+
+def scan_ndjson(buf: bytes, base: int, framing: NDJSONFraming) -> tuple[Columns, int]:
+    """Scan the complete lines of ``buf`` (journal offset ``base``).
+
+    Returns the columns and how many bytes were consumed (through the last newline);
+    the caller keeps the rest for the next call. Lines whose UUID field is malformed
+    are dropped and reported in ``errors`` (as the per-line decoder does).
+    """
+    data = np.frombuffer(buf, dtype=np.uint8)
+    newlines = np.flatnonzero(data == 0x0A)
+    n = len(newlines)
+    consumed = int(newlines[-1]) + 1 if n else 0
+    starts = np.empty(n, dtype=np.int64)
+    starts[:1] = 0
+    starts[1:] = newlines[:-1] + 1
+    uuids, has_uuid = _fast_uuids(data, starts, newlines, framing._prefix)
+    keep, errors = _slow_uuids(buf, base, starts, newlines, uuids, has_uuid, framing)
+    values = np.delete(data[:consumed], newlines)
+    lengths = newlines - starts
+    if keep is not None:
+        values = _drop_lines(data, starts, newlines, keep)
+        starts, newlines, lengths = starts[keep], newlines[keep], lengths[keep]
+        uuids, has_uuid = uuids[keep], has_uuid[keep]
+    offsets = np.zeros(len(starts) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return Columns(starts + base, newlines + 1 + base, uuids, has_uuid, values, offsets, errors), consumed
+
+
+def _fast_uuids(data: np.ndarray, starts: np.ndarray, newlines: np.ndarray,
+                prefix: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """UUIDs of lines that begin ``{"UUID":"<36 chars>"`` (all lines at once)."""
+    n, plen = len(starts), len(prefix)
+    uuids = np.zeros((n, 16), dtype=np.uint8)
+    fits = (newlines - starts) > plen + 36
+    rows = np.flatnonzero(fits)
+    if not len(rows):
+        return uuids, np.zeros(n, dtype=bool)
+    at = starts[rows]
+    ok = (data[at[:, None] + np.arange(plen)] == np.frombuffer(prefix, np.uint8)).all(axis=1)
+    text = at[:, None] + plen
+    ok &= data[text[:, 0] + 36] == 0x22
+    ok &= (data[text + _DASH_AT] == 0x2D).all(axis=1)
+    nibbles = _HEX[data[text + _HEX_AT]]
+    ok &= (nibbles != 255).all(axis=1)
+    uuids[rows] = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
+    has_uuid = np.zeros(n, dtype=bool)
+    has_uuid[rows[ok]] = True
+    return uuids, has_uuid
+
+
+def _slow_uuids(buf, base, starts, newlines, uuids, has_uuid, framing):
+    """Apply the per-line rules to lines off the fast path; None or a keep-mask."""
+    slow = np.flatnonzero(~has_uuid)
+    if not len(slow):
+        return None, ()
+    decoder, keep, errors = framing.decoder(), None, []
+    for i in slow.tolist():
+        begin, end = int(starts[i]), int(newlines[i]) + 1
+        found = decoder._slow_uuid(buf[begin:end - 1], base + begin, base + end)
+        if isinstance(found, FramingError):
+            keep = np.ones(len(starts), dtype=bool) if keep is None else keep
+            keep[i] = False
+            errors.append(found)
+        elif found is not None:
+            uuids[i] = np.frombuffer(found, np.uint8)
+            has_uuid[i] = True
+    return keep, tuple(errors)
+
+
+def _drop_lines(data, starts, newlines, keep) -> np.ndarray:
+    return np.concatenate([data[s:e] for s, e in zip(starts[keep].tolist(), newlines[keep].tolist())]
+                          or [np.zeros(0, np.uint8)])
