@@ -13,7 +13,7 @@ import pytest
 from herald.testing import apply_specs, journal_spec
 
 pytestmark = pytest.mark.slow
-LEASE = "2s"
+LEASE = "4s"  # short for fast fail-over, long enough for a loaded CI machine
 
 
 @pytest.fixture
@@ -42,10 +42,14 @@ def wait_for_route(url: str, journal: str, size: int, deadline_s: float = 30) ->
         if route["primary"] == 0 and len(route["members"]) == size:
             return route
         time.sleep(0.1)  # wait-ok: polling the list API with a deadline (no watch client here)
-    import sys
-    for proc in _diagnostic_brokers:
-        print("=====", proc.url, "".join(proc.stderr_lines[-25:]), file=sys.stderr)
+    _dump_logs()
     raise AssertionError(f"route of {journal} did not converge: {route}")
+
+
+def _dump_logs() -> None:
+    """Print the cluster's broker logs (pytest shows them with the failure)."""
+    for proc in _diagnostic_brokers:
+        print("=====", proc.url, "".join(proc.stderr_lines[-40:]))
 
 
 _diagnostic_brokers = []
@@ -179,7 +183,9 @@ def test_restarted_replica_rejoins_and_serves_every_byte(cluster):
     end = resp.headers["X-Commit-End"]
     deadline = time.monotonic() + 30
     while member_key(route["members"][2]) not in map(member_key, listed_route(urls[0], "rejoin/journal")["members"]):
-        assert time.monotonic() < deadline
+        if time.monotonic() > deadline:
+            _dump_logs()
+            raise AssertionError("the restarted replica was not re-assigned")
         time.sleep(0.1)  # wait-ok: polling the route with a deadline
     got = httpx.get(f"{replica.url}/rejoin/journal", params={"block": "true", "end_offset": end},
                     timeout=60).content
@@ -225,7 +231,7 @@ def test_losing_the_etcd_leader_loses_no_acknowledged_byte(broker_factory, tmp_p
                 if resp.status_code == 204:
                     acked.append((int(resp.headers["X-Commit-Begin"]), body))
                     break
-                assert resp.status_code == 503, resp.text
+                assert resp.status_code in (421, 503), resp.text  # retryable while routes move
         assert len(acked) == 200
         end = max(b + len(body) for b, body in acked)
         content = httpx.get(f"{writer_broker.url}/etcd/journal",
