@@ -26,6 +26,7 @@ from herald.protocol.journal import JournalSpec
 log = logging.getLogger(__name__)
 
 ELECTION_GRACE_S = 10.0
+ANNOUNCE_RETRY_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,19 +196,25 @@ class EtcdKeySpace:
             log.info("%s", err.message)
 
     async def announce(self, member: Member, ttl_s: int) -> Member:
-        """Create our member key under a new lease (waits while an old key of ours lingers)."""
-        lease = await self.client.lease(ttl_s)
-        announced = Member(member.id, member.endpoint, lease.id, member.journal_limit)
+        """Create our member key under a new lease (waits while an old key of ours lingers).
+
+        A broker restarted within its TTL finds its previous incarnation's key still
+        there; it waits for that lease to expire. The new lease is granted per attempt,
+        so it cannot itself expire while we wait.
+        """
         key = self.member_key(member.id).encode()
         tx = self.client.transactions
         while True:
+            lease = await self.client.lease(ttl_s)
+            announced = Member(member.id, member.endpoint, lease.id, member.journal_limit)
             ok, _ = await self.client.transaction(
                 compare=[tx.version(key) == 0], success=[tx.put(key, announced.to_json(), lease.id)],
                 failure=[])
             if ok:
                 break
+            await self.client.revoke_lease(lease.id)
             log.warning("member key %s still held by a previous lease; waiting", key.decode())
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(ANNOUNCE_RETRY_S)
         self._lease, self._member = lease, member
         return announced
 
