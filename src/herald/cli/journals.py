@@ -211,6 +211,17 @@ def _read_one(client: BrokerClient, journal: str, offset: int, block: bool, offl
             bar.advance(len(chunk))
 
 
+def _read_committed(client: BrokerClient, journal: str, block: bool) -> None:
+    """Decoded committed messages of one journal, one per line [I-SEQ-1]."""
+    from herald.pipelines.committed import is_ack, read_committed
+
+    out = _stdout()
+    for env in read_committed(client, journal, block=block):
+        if not is_ack(env):
+            out.write(env.value + b"\n")
+            out.flush()
+
+
 def _read_concurrently(client: BrokerClient, journals: list[str], offset: int, offload: bool) -> None:
     """Blocking reads of several journals at once. Output is cut at line ends so
     records of different journals never interleave (gazette issue #48)."""
@@ -250,12 +261,18 @@ def read_command(
     tail: bool = typer.Option(False, "--tail", help="Start at the write head (offset -1)."),
     offset: int = typer.Option(0, "--offset", help="Start at this offset of each journal."),
     offload: bool = typer.Option(False, "--offload", help="Read persisted fragments straight from their stores."),
+    committed: bool = typer.Option(False, "--committed",
+                                   help="Read-committed: each committed message once, ACKs hidden."),
     broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
     """Copy journal content to stdout: each matching journal in turn, whole appends."""
     start = -1 if tail else offset
     with _client(broker) as client:
         names = [i.name for i in _matched(client, selector)]
+        if committed:
+            for name in names:
+                _read_committed(client, name, block)
+            return
         if block and len(names) > 1:
             _read_concurrently(client, names, start, offload)
             return

@@ -12,6 +12,7 @@ import typer
 
 from herald.cli.journals import journals_app
 from herald.cli.members import members_app
+from herald.cli.messages import attach_uuids_command
 from herald.cli.pipelines import pipelines_app
 from herald.cli.serve import serve_command
 from herald.protocol.errors import HeraldError
@@ -22,6 +23,7 @@ app.command("serve")(serve_command)
 app.add_typer(journals_app, name="journals")
 app.add_typer(members_app, name="members")
 app.add_typer(pipelines_app, name="pipelines")
+app.command("attach-uuids")(attach_uuids_command)
 
 
 def main() -> None:

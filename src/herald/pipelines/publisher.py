@@ -12,6 +12,10 @@ clock and frame → write, so UUID order is write order within each journal.
         pub.publish_committed(b"ajs-123", {"messageId": "ajs-123", "type": "page"})
         pub.flush()
 
+Transactions: `publish_uncommitted` messages become visible when the ACKs from
+`build_ack_intents` are written (`write_ack_intents`); a recovering producer
+re-writes its last recorded intents, which rolls back what it published after them.
+
 Blocking only in `flush`; `publish_*` return a future of the batch's
 `AppendResult`. Not thread-safe (one PublisherCore, one clock), as in Gazette.
 """
@@ -27,6 +31,7 @@ from typing import Any
 
 from herald.client import AppendService, JournalInfo, WatchedList
 from herald.message import (
+    AckIntent,
     Clock,
     Framing,
     NDJSONFraming,
@@ -118,6 +123,38 @@ class Publisher:
             slot.write(self.core.stamp_committed(journal, framing, body))
         self.published += 1
         return slot.future
+
+    def publish_uncommitted(self, key: bytes, body: Any) -> Future:
+        """Publish ``body`` as part of this producer's open transaction (CONTINUE_TXN).
+
+        Readers see it only once a later ACK of this producer commits it; re-appending
+        the previous ACK intents instead rolls it back. Not thread-safe (Gazette's rule).
+        """
+        journal = self.journal_for(key)
+        framing = self._framings[journal]
+        with self.service.start_append(journal) as slot:
+            self.core.clock.update(self.now_ns())
+            slot.write(self.core.stamp_uncommitted(journal, framing, body))
+        self.published += 1
+        return slot.future
+
+    def build_ack_intents(self) -> list[AckIntent]:
+        """The ACKs that commit everything published uncommitted since the last call.
+
+        Record them durably (a checkpoint) *before* `write_ack_intents`; after a crash,
+        re-writing the last recorded intents rolls back anything published after them.
+        """
+        self.core.clock.update(self.now_ns())
+        return self.core.build_ack_intents()
+
+    def write_ack_intents(self, intents: Sequence[AckIntent]) -> list[Future]:
+        """Append each intent to its journal (after what was published there)."""
+        futures = []
+        for intent in intents:
+            with self.service.start_append(intent.journal) as slot:
+                slot.write(intent.data)
+            futures.append(slot.future)
+        return futures
 
     def flush(self, timeout_s: float | None = None) -> None:
         """Block until everything published so far is durable (or failed)."""
