@@ -47,5 +47,5 @@ def wait_until(predicate, what: str, deadline_s: float = DEADLINE_S):
     while not (value := predicate()):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+        time.sleep(0.05)  # wait-ok: polling with a deadline; uploads have no event
     return value

@@ -29,7 +29,7 @@ def wait_persisted(client: BrokerClient, journal: str, count: int) -> list[Fragm
             return infos
         if time.monotonic() > deadline:
             raise AssertionError(f"{journal}: only {len(persisted)} of {count} fragments persisted")
-        time.sleep(0.05)
+        time.sleep(0.05)  # wait-ok: polling with a deadline; uploads have no event
 
 
 def metric(client: BrokerClient, name: str, journal: str | None = None) -> float:

@@ -93,7 +93,7 @@ def wait_persisted(client: BrokerClient, journal: str, at_least: int, deadline_s
             return
         if time.monotonic() > stop:
             raise AssertionError(f"{journal}: only {n} persisted fragments after {deadline_s}s")
-        time.sleep(0.05)
+        time.sleep(0.05)  # wait-ok: polling with a deadline; uploads have no event
 
 
 def spark_values(df) -> list[bytes]:

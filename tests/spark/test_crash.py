@@ -35,7 +35,7 @@ def _wait_commits(ck: Path, at_least: int, deadline_s: float = 180) -> None:
     stop = time.monotonic() + deadline_s
     while _commits(ck) < at_least:
         assert time.monotonic() < stop, f"no progress to {at_least} batches in {deadline_s}s"
-        time.sleep(0.1)
+        time.sleep(0.1)  # wait-ok: polling the checkpoint dir with a deadline
 
 
 def _publish_round(client, journals, start: int, count: int) -> list[int]:
