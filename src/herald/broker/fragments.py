@@ -127,5 +127,6 @@ class FragmentKeeper:
         loop = asyncio.get_running_loop()
         for fragment in doomed:
             await loop.run_in_executor(None, stores[fragment.store].remove, fragment.content_path)
+            self.journal.index.forget(fragment)
         self.journal.index.replace_remote(await self.list_stores())
         return doomed

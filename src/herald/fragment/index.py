@@ -41,6 +41,9 @@ class Index:
     def __init__(self) -> None:
         self._set = CoverSet()
         self._local: dict[int, tuple[int, Path]] = {}  # begin -> (end, path)
+        # Persisted by us but not yet seen in a listing: a listing that started before
+        # the upload finished must not drop them (their local files are already gone).
+        self._unlisted: dict[str, Fragment] = {}
 
     @property
     def end_offset(self) -> int:
@@ -63,6 +66,11 @@ class Index:
     def add_remote(self, fragment: Fragment) -> None:
         """A fragment is now in a store (it replaces a local one of the same range)."""
         self._set.add(fragment)
+        self._unlisted[fragment.content_path] = fragment
+
+    def forget(self, fragment: Fragment) -> None:
+        """A persisted fragment was removed from its store (prune)."""
+        self._unlisted.pop(fragment.content_path, None)
 
     def drop_local(self, begin: int) -> None:
         """The local file of the spool at ``begin`` is gone (persisted and deleted)."""
@@ -80,9 +88,12 @@ class Index:
         return previous_end is not None and previous_end < offset
 
     def replace_remote(self, listing: list[Fragment]) -> None:
-        """Swap in a fresh store listing, keeping local fragments it does not cover."""
+        """Swap in a fresh store listing, keeping local fragments it does not cover and
+        fragments we persisted that it does not show yet (it may predate their upload)."""
+        listed = {f.content_path for f in listing}
+        self._unlisted = {k: f for k, f in self._unlisted.items() if k not in listed}
         fresh = CoverSet()
-        for fragment in listing:
+        for fragment in [*listing, *self._unlisted.values()]:
             fresh.add(fragment)
         for fragment in self._set:
             if not fragment.store and fragment.begin in self._local:
