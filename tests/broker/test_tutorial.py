@@ -9,19 +9,9 @@ import json
 import httpx
 
 from herald.testing import apply_specs
+from herald.testing.tutorial import tutorial_spec
 
-TUTORIAL_SPEC = {
-    "name": "example/journal",
-    "replication": 1,
-    "labels": [
-        {"name": "app.gazette.dev/message-type", "value": "TestMessage"},
-        {"name": "app.gazette.dev/region", "value": "local"},
-        {"name": "app.gazette.dev/tag", "value": "demo"},
-        {"name": "content-type", "value": "application/x-ndjson"},
-    ],
-    "fragment": {"length": 131072, "compression_codec": "SNAPPY", "stores": ["file:///"],
-                 "refresh_interval": "1m0s"},
-}
+TUTORIAL_SPEC = tutorial_spec()
 FIRST = b'{"Msg": "Hello, Gazette!"}\n{"Msg": "See you later alligator"}\n'
 
 

@@ -10,47 +10,11 @@ import pytest
 import yaml
 from cli_helpers import herald, names, ok, table
 
-EXAMPLE_YAML = """\
-name: example/journal
-replication: 1
-labels:
-- name: app.gazette.dev/message-type
-  value: TestMessage
-- name: app.gazette.dev/region
-  value: local
-- name: app.gazette.dev/tag
-  value: demo
-- name: content-type
-  value: application/x-ndjson
-fragment:
-  length: 131072
-  compression_codec: SNAPPY
-  stores:
-  - file:///
-  refresh_interval: 1m0s
-  retention: 1h0m0s
-  flush_interval: 1m0s
-"""
+from herald.testing.tutorial import TUTORIAL_SPEC_YAML, TUTORIAL_TREE_YAML
 
-FOOBAR_YAML = """\
-name: foobar/
-replication: 1
-labels:
-- name: content-type
-  value: application/x-ndjson
-- name: my-label
-fragment:
-  length: 4096
-  compression_codec: GZIP
-  stores:
-  - file:///
-  refresh_interval: 1m0s
-  flush_interval: 1m0s
-children:
-  - name: foobar/part-000
-  - name: foobar/part-001
-  - name: foobar/part-002
-"""
+EXAMPLE_YAML = TUTORIAL_SPEC_YAML + "  retention: 1h0m0s\n  flush_interval: 1m0s\n"
+
+FOOBAR_YAML = TUTORIAL_TREE_YAML
 
 
 @pytest.fixture

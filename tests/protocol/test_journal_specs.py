@@ -23,26 +23,9 @@ from herald.protocol import (
     split_journal_meta,
     validate_journal_name,
 )
+from herald.testing.tutorial import TUTORIAL_SPEC_YAML
 
-TUTORIAL_YAML = """
-name: example/journal
-replication: 1
-labels:
-- name: app.gazette.dev/message-type
-  value: TestMessage
-- name: app.gazette.dev/region
-  value: local
-- name: app.gazette.dev/tag
-  value: demo
-- name: content-type
-  value: application/x-ndjson
-fragment:
-  length: 131072
-  compression_codec: SNAPPY
-  stores:
-  - file:///
-  refresh_interval: 1m0s
-"""
+TUTORIAL_YAML = TUTORIAL_SPEC_YAML
 
 
 # -- names ---------------------------------------------------------------------

@@ -17,27 +17,10 @@ from herald.protocol import (
     hoist,
     push_down,
 )
+from herald.testing.tutorial import TUTORIAL_TREE_YAML
 
 # The seed tutorial's hierarchical example (gazette-docs.txt, "children:").
-TUTORIAL_TREE = """
-name: foobar/
-replication: 1
-labels:
-- name: content-type
-  value: application/x-ndjson
-- name: my-label
-fragment:
-  length: 4096
-  compression_codec: GZIP
-  stores:
-  - file:///
-  refresh_interval: 1m0s
-  flush_interval: 1m0s
-children:
-  - name: foobar/part-000
-  - name: foobar/part-001
-  - name: foobar/part-002
-"""
+TUTORIAL_TREE = TUTORIAL_TREE_YAML
 
 
 def test_tutorial_tree_flattens_to_three_fully_specified_journals():
