@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from herald.cli.journals import keyed_records
 from herald.client.models import ReadHead
-from herald.client.retry import _slice
+from herald.client import slice_chunks
 from herald.protocol.errors import ValidationError
 
 
@@ -22,7 +22,7 @@ def test_slice_of_any_chunking_is_the_offset_range(content, cuts, data):
         chunks.append(content[pos:pos + cut])
         pos += cut
     chunks.append(content[pos:])
-    pieces = list(_slice(iter(chunks), begin, offset, limit))
+    pieces = list(slice_chunks(iter(chunks), begin, offset, limit))
     assert b"".join(p for _, p in pieces) == content[offset - begin:limit - begin]
     at = offset
     for start, piece in pieces:  # offsets are contiguous.

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from herald.fragment import codecs
 from herald.fragment.codecs import (
     CodecError,
     Compressor,
@@ -86,9 +85,8 @@ def test_zstd_reads_one_big_frame_and_skippable_frames() -> None:
     assert decompress(theirs, CompressionCodec.ZSTANDARD) == data + b"tail"
 
 
-def test_zstd_writes_bounded_frames(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(codecs, "ZSTD_FRAME_INPUT_BYTES", 1000)
-    c = Compressor(CompressionCodec.ZSTANDARD)
+def test_zstd_writes_bounded_frames() -> None:
+    c = Compressor(CompressionCodec.ZSTANDARD, zstd_frame_input_bytes=1000)
     d = Decompressor(CompressionCodec.ZSTANDARD)
     data = os.urandom(500) * 9
     # Each complete frame decodes as soon as it is fed: memory stays bounded.

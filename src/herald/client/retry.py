@@ -125,8 +125,9 @@ def _store_chunks(store: Any, fragment: Fragment) -> Iterator[bytes]:
         yield from decompressing_reader(f, fragment.codec)
 
 
-def _slice(chunks: Iterator[bytes], begin: int, offset: int, limit: int) -> Iterator[tuple[int, bytes]]:
-    """``(offset, bytes)`` of the part of a fragment's content in ``[offset, limit)``."""
+def slice_chunks(chunks: Iterator[bytes], begin: int, offset: int, limit: int) -> Iterator[tuple[int, bytes]]:
+    """``(offset, bytes)`` of the part of a fragment's content (starting at journal
+    offset ``begin``) that lies in ``[offset, limit)``."""
     pos = begin
     for chunk in chunks:
         lo, hi = max(offset - pos, 0), min(limit - pos, len(chunk))
@@ -256,7 +257,7 @@ class RetryReader:
             log.debug("journal=%s offset=%d reading %s from its store", self.journal, self.offset,
                       head.fragment_location)
             chunks = _decompressed(_raw_chunks(head.fragment_location or ""), fragment)
-            for offset, chunk in _slice(chunks, fragment.begin, self.offset, limit):
+            for offset, chunk in slice_chunks(chunks, fragment.begin, self.offset, limit):
                 self.offset = offset + len(chunk)
                 self._stats["offloaded_bytes"] += len(chunk)
                 self.backoff.reset()

@@ -65,9 +65,11 @@ class Compressor:
     The concatenation of every returned piece is one valid file for ``codec``.
     """
 
-    def __init__(self, codec: CompressionCodec) -> None:
+    def __init__(self, codec: CompressionCodec, zstd_frame_input_bytes: int = 0) -> None:
         self.codec = codec
         self._coder = _new_coder(codec, _COMPRESSORS)
+        if zstd_frame_input_bytes and isinstance(self._coder, _ZstdCompressor):
+            self._coder.frame_input_bytes = zstd_frame_input_bytes
 
     def compress(self, chunk: bytes) -> bytes:
         return self._coder.update(chunk)
@@ -247,15 +249,17 @@ class _ZstdCompressor:
     """Writes independent frames of at most `ZSTD_FRAME_INPUT_BYTES` input each."""
 
     def __init__(self) -> None:
+        self.frame_input_bytes = ZSTD_FRAME_INPUT_BYTES
         self._buf = bytearray()
         self._wrote_frame = False
 
     def update(self, chunk: bytes) -> bytes:
         self._buf += chunk
         out = []
-        while len(self._buf) >= ZSTD_FRAME_INPUT_BYTES:
-            out.append(self._frame(bytes(self._buf[:ZSTD_FRAME_INPUT_BYTES])))
-            del self._buf[:ZSTD_FRAME_INPUT_BYTES]
+        size = self.frame_input_bytes
+        while len(self._buf) >= size:
+            out.append(self._frame(bytes(self._buf[:size])))
+            del self._buf[:size]
         return b"".join(out)
 
     def finish(self) -> bytes:

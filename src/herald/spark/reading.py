@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from herald.client import BrokerClient, FragmentInfo, RetryReader, read_fragment
+from herald.client import BrokerClient, FragmentInfo, RetryReader, read_fragment, slice_chunks
 import pyarrow as pa
 
 from herald.message import ACK_TXN, Envelope, Frame, Framing, FramingError, QueueOutcome, Sequencer
@@ -75,21 +75,10 @@ def _decode(chunks: Iterator[tuple[int, bytes]], framing: Framing, journal: str)
             yield event
 
 
-def _sliced(chunks: Iterator[bytes], base: int, begin: int, end: int) -> Iterator[tuple[int, bytes]]:
-    pos = base
-    for chunk in chunks:
-        lo, hi = max(begin - pos, 0), min(end - pos, len(chunk))
-        if hi > lo:
-            yield pos + lo, chunk[lo:hi]
-        pos += len(chunk)
-        if pos >= end:
-            return
-
-
 def piece_chunks(client: BrokerClient, piece: Piece) -> Iterator[tuple[int, bytes]]:
     """``(offset, bytes)`` of a piece: from its store if persisted, else the broker."""
     if piece.fragment is not None:
-        yield from _sliced(read_fragment(piece.fragment), piece.fragment.fragment.begin, piece.begin, piece.end)
+        yield from slice_chunks(read_fragment(piece.fragment), piece.fragment.fragment.begin, piece.begin, piece.end)
         return
     with RetryReader(client, piece.journal, piece.begin, block=False, end_offset=piece.end,
                      offload=True) as reader:
@@ -133,7 +122,7 @@ def decode_fragment(piece: Piece, framing: Framing) -> Iterator[Frame]:
     """Messages of a persisted piece, read from its store (no broker involved)."""
     assert piece.fragment is not None
     chunks = read_fragment(piece.fragment)
-    yield from _decode(_sliced(chunks, piece.fragment.fragment.begin, piece.begin, piece.end), framing, piece.journal)
+    yield from _decode(slice_chunks(chunks, piece.fragment.fragment.begin, piece.begin, piece.end), framing, piece.journal)
 
 
 def decode_range(client: BrokerClient, journal: str, framing: Framing, begin: int, end: int) -> Iterator[Frame]:
