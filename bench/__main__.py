@@ -13,6 +13,7 @@ import time
 import traceback
 from pathlib import Path
 
+from bench.history import append_history
 from bench.machine import machine_info
 from bench.report import plot_report, write_summary
 from bench.runner import Config, Report
@@ -52,7 +53,8 @@ def run(names: list[str], config: Config, runner=_run_one) -> list[Report]:
             plot_error = f"matplotlib is not installed ({err})"
     everything = _all_reports(config, reports)
     path = write_summary(everything, machine, config.results_dir, plots, time.perf_counter() - start, plot_error)
-    print(f"bench: wrote {path}", file=sys.stderr)
+    history = append_history(reports, config.results_dir)
+    print(f"bench: wrote {path} and appended to {history}", file=sys.stderr)
     return reports
 
 

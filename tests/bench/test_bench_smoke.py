@@ -105,3 +105,17 @@ def test_summary_keeps_benchmarks_this_run_skipped(tmp_path):
 
     summary = (tmp_path / "SUMMARY.md").read_text()
     assert "| older | trivial ops/s |" in summary and "| trivial | trivial ops/s |" in summary
+
+
+def test_each_run_appends_its_headlines_to_history_csv(tmp_path):
+    import csv
+
+    config = Config(quick=True, results_dir=tmp_path)
+    run(["trivial"], config, runner=_trivial)
+    run(["trivial"], config, runner=_trivial)
+
+    rows = list(csv.DictReader((tmp_path / "history.csv").open()))
+    assert len(rows) == 2                                   # one headline per run, header once
+    assert {r["comparison"] for r in rows} == {"trivial ops/s"}
+    assert float(rows[0]["ratio"]) == 3.0 and rows[0]["quick"] == "1"
+    assert rows[0]["commit"] and rows[0]["commit"] != "unknown"
