@@ -8,7 +8,7 @@ import socket
 import httpx
 import pytest
 
-from herald.testing import apply_specs, journal_spec
+from herald.testing import apply_specs, journal_spec, seed_journal
 
 NAME = "bad/journal"
 
@@ -28,10 +28,7 @@ def raw_put(url: str, path: str, body: bytes) -> tuple[int, dict]:
 
 @pytest.fixture
 def served(broker):
-    apply_specs(broker.url, journal_spec(NAME))
-    with broker.client() as http:
-        http.put(f"/{NAME}", content=b"seed\n")
-    return broker
+    return seed_journal(broker, NAME)
 
 
 def assert_unchanged_and_serving(proc):

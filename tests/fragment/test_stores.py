@@ -97,7 +97,9 @@ def test_list_prefix_must_be_a_directory(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("url", "needle"),
     [
-        ("file:///no-slash", "ending in '/'"),
+        ("file:///no-slash", "end in '/'"),
+        ("file:///\x00/", "control character"),
+        ("gs:///path/", "bucket"),
         ("/relative/", "absolute"),
         ("file://host/x/", "no host"),
         ("file:///x/../y/", "clean"),

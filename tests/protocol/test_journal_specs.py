@@ -85,10 +85,20 @@ def test_parse_duration_rejects_unitless_or_garbage(text):
         parse_duration(text, "fragment.refresh_interval")
 
 
-@given(st.integers(min_value=-(10**15), max_value=10**15))
+GO_MAX_MS = ((1 << 63) - 1) // 1_000_000  # Go's time.Duration: int64 nanoseconds
+
+
+@given(st.integers(min_value=-GO_MAX_MS, max_value=GO_MAX_MS))
 def test_duration_text_round_trips_at_millisecond_precision(ms):
     # Float seconds carry ~15 significant digits: compare relatively for huge durations.
     assert parse_duration(format_duration(ms / 1000)) == pytest.approx(ms / 1000, rel=1e-12, abs=1e-9)
+
+
+@pytest.mark.parametrize("raw", ["2562048h", "9" * 30 + "h", 1e308, float("inf"), float("nan"), -1e12])
+def test_durations_go_cannot_hold_are_refused_naming_the_field(raw):
+    with pytest.raises(ValidationError) as err:
+        parse_duration(raw, "fragment.retention")
+    assert err.value.field == "fragment.retention" and "out of range" in err.value.message
 
 
 # -- flags and codecs ----------------------------------------------------------

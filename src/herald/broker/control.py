@@ -94,6 +94,9 @@ async def handle_apply(request: web.Request) -> web.Response:
     if not isinstance(raw, list) or not raw:
         raise ValidationError("changes", "must be a non-empty list")
     changes = [Change.from_dict(c, f"changes[{i}]") for i, c in enumerate(raw)]
+    for i, change in enumerate(changes):  # every store must open before anything is saved [I-APPLY-1]
+        if change.upsert is not None:
+            broker.stores_for(change.upsert, f"changes[{i}].upsert.fragment.stores")
     revision = await broker.keyspace.apply(changes)
     await broker.sync_journals()
     return json_response({"revision": revision})

@@ -293,11 +293,26 @@ class Journal:
         assert spool is not None
         if spool.content_length == 0:
             return
-        fragment = spool.fragment()
-        spool.close()
-        self.fragments.hand_over(Completed(fragment, spool.path, spool.commits_path))
-        self._spool = Spool(self.directory, self.spec.name, spool.end,
-                            self.spec.fragment.compression_codec, spool.registers)
+        self._replace_spool(self._new_spool(spool.end, spool.registers))
+
+    def _new_spool(self, begin: int, registers: LabelSet) -> Spool:
+        return Spool(self.directory, self.spec.name, begin, self.spec.fragment.compression_codec,
+                     registers)
+
+    def _replace_spool(self, successor: Spool) -> None:
+        """Retire the current spool for ``successor``, which the caller already opened:
+        if opening failed (no descriptors, no disk) nothing changed, so an error can
+        never leave the journal holding a closed spool [I-RESTART-1]. A retired spool
+        with content goes to the persister; an empty one is deleted."""
+        spool = self._spool
+        assert spool is not None
+        if spool.content_length:
+            fragment = spool.fragment()
+            spool.close()
+            self.fragments.hand_over(Completed(fragment, spool.path, spool.commits_path))
+        else:
+            spool.remove_files()
+        self._spool = successor
 
     def poke(self) -> None:
         """Wake the append task with no append (to sync a new pipeline, or roll)."""
@@ -358,13 +373,12 @@ class Journal:
     def roll_forward(self, end: int, registers: LabelSet) -> None:
         """Start a new spool at ``end`` (bytes before it come from another replica's
         fragments, via the store). Callers hold the spool lock."""
-        self._roll()
-        empty = self._spool
-        assert empty is not None and empty.content_length == 0
-        if empty.end != end:
-            empty.remove_files()
-            self._spool = Spool(self.directory, self.spec.name, end,
-                                self.spec.fragment.compression_codec, registers)
+        spool = self._spool
+        assert spool is not None
+        if spool.end != end:
+            self._replace_spool(self._new_spool(end, registers))
+        else:
+            self._roll()
         self.fragments.refresh_now.set()
         log.info("journal=%s rolled forward to %d", self.spec.name, end)
 

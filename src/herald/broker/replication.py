@@ -22,13 +22,14 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from herald.protocol.errors import HeraldError, Status, ValidationError
+from herald.protocol.errors import HeraldError, Status, ValidationError, with_field_prefix
 from herald.protocol.labels import LabelSet
 
 log = logging.getLogger(__name__)
 
 REPLICATION_TIMEOUT_S = 10.0
 PRIMARY_HEADER = "X-Herald-Primary"
+MAX_OFFSET = (1 << 63) - 1
 
 
 class Pipeline:
@@ -124,27 +125,58 @@ def _replica(request: web.Request):
     return journal
 
 
-def _int(request: web.Request, key: str) -> int:
+def _offset(raw: object, key: str) -> int:
+    """A byte offset a peer sent: an integer in [0, 2^63). Checked before any journal
+    state is touched, so a hostile value can never reach the spool."""
+    if isinstance(raw, str):
+        try:
+            raw = int(raw)
+        except ValueError:
+            raise ValidationError(key, f"an integer offset is required, not {raw!r}") from None
+    if not isinstance(raw, int) or isinstance(raw, bool) or not 0 <= raw <= MAX_OFFSET:
+        raise ValidationError(key, f"must be an integer offset in [0, 2^63), not {raw!r}")
+    return raw
+
+
+def _sync_request(raw: bytes) -> tuple[int, LabelSet, int]:
+    """The ``(end, registers, fragment_begin)`` of a sync body, each field checked."""
     try:
-        return int(request.query[key])
-    except (KeyError, ValueError):
-        raise ValidationError(key, "an integer is required") from None
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        raise ValidationError("body", f"invalid JSON: {err}") from None
+    if not isinstance(body, dict):
+        raise ValidationError("body", "must be a JSON object")
+    end, begin = _offset(body.get("end"), "end"), _offset(body.get("fragment_begin"), "fragment_begin")
+    if begin > end:
+        raise ValidationError("fragment_begin", f"must be ≤ end ({begin} > {end})")
+    registers = body.get("registers")
+    if not isinstance(registers, list):
+        raise ValidationError("registers", "must be a list of labels")
+    with with_field_prefix("registers"):
+        return end, LabelSet.from_list(registers), begin
 
 
 async def handle_sync(request: web.Request) -> web.Response:
+    end, registers, fragment_begin = _sync_request(await request.read())
     journal = _replica(request)
-    body = orjson.loads(await request.read())
-    begin, end, registers = await journal.sync_to(body["end"], LabelSet.from_list(body["registers"]),
-                                                  body["fragment_begin"])
+    begin, end, registers = await journal.sync_to(end, registers, fragment_begin)
     return web.json_response({"begin": begin, "end": end, "registers": registers.to_list()}, dumps=_dumps)
 
 
 async def handle_append(request: web.Request) -> web.Response:
+    fragment_begin = _offset(request.query.get("fragment_begin"), "fragment_begin")
+    begin = _offset(request.query.get("begin"), "begin")
+    if fragment_begin > begin:
+        raise ValidationError("fragment_begin", f"must be ≤ begin ({fragment_begin} > {begin})")
+    try:
+        registers = LabelSet.parse(request.headers.get("X-Registers", ""))
+    except ValidationError as err:
+        raise ValidationError("X-Registers", err.message) from None
     journal = _replica(request)
     content = await request.read()
-    registers = LabelSet.parse(request.headers.get("X-Registers", ""))
-    digest = await journal.apply_replicated(_int(request, "fragment_begin"), _int(request, "begin"),
-                                            content, registers)
+    if begin + len(content) > MAX_OFFSET:
+        raise ValidationError("begin", "the append would pass the largest offset")
+    digest = await journal.apply_replicated(fragment_begin, begin, content, registers)
     return web.json_response({"sum": digest}, dumps=_dumps)
 
 

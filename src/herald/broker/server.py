@@ -58,12 +58,30 @@ async def errors_middleware(request: web.Request, handler):
         return error_response(HeraldError(Status.INTERNAL, "internal error (logged by the broker)"))
 
 
+@web.middleware
+async def identity_bodies_middleware(request: web.Request, handler):
+    """Refuse request bodies sent with a ``Content-Encoding``.
+
+    Appends are stored byte for byte and compressed per fragment by the journal's
+    codec, so a compressed request body buys nothing; accepting one would let a few
+    bytes of gzip inflate into gigabytes past the body limit, and a body that only
+    claims to be compressed failed deep in aiohttp's decoder. Gazette's gateway takes
+    raw bodies too. Checked before the body is read, so nothing is written.
+    """
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("identity", ""):
+        raise HeraldError(Status.UNSUPPORTED_MEDIA_TYPE,
+                          f"request bodies must not be encoded (Content-Encoding: {encoding}); "
+                          "send the raw bytes", "Content-Encoding")
+    return await handler(request)
+
+
 async def handle_metrics(_request: web.Request) -> web.Response:
     return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
 def make_app(broker: Broker) -> web.Application:
-    app = web.Application(middlewares=[errors_middleware],
+    app = web.Application(middlewares=[errors_middleware, identity_bodies_middleware],
                           client_max_size=broker.settings.max_append_bytes)
     app["broker"] = broker
     app.router.add_get("/debug/metrics", handle_metrics)

@@ -68,11 +68,15 @@ class Broker:
         """Return after the next keyspace change (list watches await this)."""
         await self._keyspace_changed.wait()
 
-    def stores_for(self, spec: JournalSpec) -> list[Store]:
+    def stores_for(self, spec: JournalSpec, field: str = "fragment.stores") -> list[Store]:
+        """Open (once) the stores ``spec`` names. Raises ValidationError naming
+        ``{field}[i]`` for a store that cannot open (a missing backend package): apply
+        calls this before saving anything [I-APPLY-1]."""
         stores = []
-        for url in spec.fragment.stores:
+        for i, url in enumerate(spec.fragment.stores):
             if url not in self._stores:
-                self._stores[url] = open_store(url, str(self.settings.resolved_file_root))
+                self._stores[url] = open_store(url, str(self.settings.resolved_file_root),
+                                               field=f"{field}[{i}]")
             stores.append(self._stores[url])
         return stores
 
@@ -89,12 +93,22 @@ class Broker:
             for name, entry in entries.items():
                 route = self.route(name)
                 if self.member_id in route.members:
-                    await self._serve(name, entry, route)
+                    await self._serve_or_log(name, entry, route)
             for name in [n for n in self.journals
                          if n not in entries or self.member_id not in self.route(n).members]:
                 journal = self.journals.pop(name)
                 await journal.close()
                 log.info("stopped serving journal=%s", name)
+
+    async def _serve_or_log(self, name: str, entry: Entry, route: Route) -> None:
+        """Serve one journal; a journal that cannot be served (its store will not open,
+        its spool directory is unusable) is logged and skipped, never allowed to stop
+        the broker or the other journals [I-RESTART-1]."""
+        try:
+            await self._serve(name, entry, route)
+        except (HeraldError, OSError, ValueError) as err:
+            message = err.message if isinstance(err, HeraldError) else str(err)
+            log.error("cannot serve journal=%s (retried at the next keyspace change): %s", name, message)
 
     async def _serve(self, name: str, entry: Entry, route: Route) -> None:
         journal = self.journals.get(name)
@@ -167,7 +181,10 @@ class Broker:
     async def start(self, app: web.Application) -> str:
         """Bind, join the cluster (if any), open journals; return ``http://HOST:PORT``."""
         self.session = aiohttp.ClientSession()
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
+        # auto_decompress=False: bodies are taken raw (identity_bodies_middleware refuses
+        # any Content-Encoding); aiohttp must not inflate them before that check.
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0,
+                                     auto_decompress=False)
         await self._runner.setup()
         sock = socket.create_server((self.settings.host, self.settings.port))
         host, port = sock.getsockname()[:2]

@@ -158,11 +158,15 @@ class Spool:
         return self._sha1.hexdigest()
 
     def close(self) -> None:
-        for fd in (self._fd, self._commits_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        """Close both descriptors; idempotent. Closing a number twice could close
+        whatever file the kernel handed that number to in between."""
+        fds, self._fd, self._commits_fd = (self._fd, self._commits_fd), -1, -1
+        for fd in fds:
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
 
     def remove_files(self) -> None:
         """Delete both files once the fragment is safely in a store."""

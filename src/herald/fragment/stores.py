@@ -46,7 +46,7 @@ import fsspec
 
 from herald.protocol.errors import ValidationError
 from herald.protocol.fragment import Fragment, parse_content_path
-from herald.protocol.journal import STORE_QUERY_ARGS
+from herald.protocol.journal import STORE_QUERY_ARGS, validate_store_url
 
 __all__ = [
     "FileStore",
@@ -206,16 +206,9 @@ def open_store(url: str, file_root: str | os.PathLike, *, field: str = "store") 
     """Open the store named by ``url``; ``field`` names it in errors
     (``fragment.stores[0]``). Raises `ValidationError` for a malformed URL, an
     unknown query argument, or a missing backend package."""
-    parts = urlsplit(url) if isinstance(url, str) else None
-    if parts is None or not parts.scheme or not parts.path.endswith("/"):
-        raise ValidationError(field, f"store URL must be absolute with a path ending in '/' ({url!r})")
-    if ".." in parts.path.split("/") or "//" in parts.path:
-        raise ValidationError(field, f"store URL path must be clean ({url!r})")
-    opener = _OPENERS.get(parts.scheme.lower())
-    if opener is None:
-        raise ValidationError(field, f"unsupported scheme {parts.scheme!r} ({url!r}); use file, s3, gs or az")
-    if parts.scheme.lower() != "file" and not parts.netloc:
-        raise ValidationError(field, f"store URL needs a bucket ({url!r})")
+    validate_store_url(url, field)
+    parts = urlsplit(url)
+    opener = _OPENERS[parts.scheme.lower()]
     args = _query_args(url, parts.query, _ALLOWED_ARGS[parts.scheme.lower()], field)
     return opener(url, parts, args, os.fspath(file_root), field)
 
@@ -259,8 +252,6 @@ def _query_args(url: str, query: str, allowed: Mapping[str, str], field: str) ->
 
 
 def _open_file(url: str, parts: Any, args: dict, file_root: str, field: str) -> Store:
-    if parts.netloc:
-        raise ValidationError(field, f"file store URLs have no host: file:///path/ ({url!r})")
     root = os.path.join(os.path.abspath(file_root), parts.path.strip("/"))
     return FileStore(url, fsspec.filesystem("file"), root.rstrip("/") or "/")
 

@@ -6,6 +6,7 @@ through integer nanoseconds so formatting is exact.
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
@@ -52,13 +53,18 @@ def format_duration(seconds: float) -> str:
     return sign + out
 
 
+#: Go's ``time.Duration`` is int64 nanoseconds: about 292 years either way.
+MAX_DURATION_NS = (1 << 63) - 1
+
+
 def parse_duration(text: str | float | int, field: str | None = None) -> float:
     """Parse a Go duration string (or a plain number of seconds) to float seconds.
-    Raises `ValidationError` for anything else, e.g. a unitless ``"300"``."""
+    Raises `ValidationError` for anything else, e.g. a unitless ``"300"``, and for a
+    duration Go could not hold (beyond ±292 years, NaN, infinite)."""
     if isinstance(text, bool):
         raise ValidationError(field, f"invalid duration ({text!r})")
     if isinstance(text, (int, float)):
-        return float(text)
+        return _in_range(Fraction(text) * 1_000_000_000 if math.isfinite(text) else None, text, field)
     if not isinstance(text, str):
         raise ValidationError(field, f"invalid duration ({text!r})")
     body = text.strip()
@@ -75,4 +81,10 @@ def parse_duration(text: str | float | int, field: str | None = None) -> float:
         pos = m.end()
     if pos == 0:
         raise ValidationError(field, f"invalid duration ({text!r})")
-    return sign * float(total / 1_000_000_000)
+    return _in_range(sign * total, text, field)
+
+
+def _in_range(ns: Fraction | None, text: object, field: str | None) -> float:
+    if ns is None or abs(ns) > MAX_DURATION_NS:
+        raise ValidationError(field, f"duration out of range ({text!r}; at most 2562047h47m16s)")
+    return float(ns / 1_000_000_000)

@@ -42,6 +42,7 @@ class Status(enum.Enum):
     UNAUTHORIZED = 103
     CLIENT_CLOSED_REQUEST = 104
     INTERNAL = 105
+    UNSUPPORTED_MEDIA_TYPE = 106
 
 
 HTTP_CODES: Mapping[Status, int] = MappingProxyType(
@@ -68,6 +69,7 @@ HTTP_CODES: Mapping[Status, int] = MappingProxyType(
         Status.UNAUTHORIZED: 401,
         Status.CLIENT_CLOSED_REQUEST: 499,
         Status.INTERNAL: 500,
+        Status.UNSUPPORTED_MEDIA_TYPE: 415,
     }
 )
 

@@ -136,11 +136,17 @@ def _enum(cls: type[_E], raw: Any, field: str) -> _E:
     raise ValidationError(field, f"invalid {cls.__name__} ({raw!r}; options are {options})")
 
 
+#: Every integer field is an int64 in Gazette's protobufs (and in etcd's JSON here).
+INT64_MAX = (1 << 63) - 1
+
+
 def _int(raw: Any, field: str) -> int:
     if isinstance(raw, float) and raw.is_integer():
         raw = int(raw)
     if not isinstance(raw, int) or isinstance(raw, bool):
         raise ValidationError(field, f"expected an integer ({raw!r})")
+    if not -INT64_MAX - 1 <= raw <= INT64_MAX:
+        raise ValidationError(field, f"out of the 64-bit integer range ({raw})")
     return raw
 
 
@@ -165,18 +171,35 @@ STORE_QUERY_ARGS: dict[str, dict[str, str]] = {
 }
 
 
-def _validate_store_url(url: Any, field: str) -> None:
+def validate_store_url(url: Any, field: str) -> None:
+    """Refuse a store URL that could never open, or could open outside its root.
+
+    Everything here is checked at apply, before the spec is saved [I-APPLY-1]: a URL
+    saved and then refused when the broker opens it would stop the broker restarting
+    [I-RESTART-1]. Gazette's rules: a clean path ending in '/', a bucket for cloud
+    stores, no host for ``file://``; and no control characters anywhere (a NUL cannot
+    reach a file system call).
+    """
     if not isinstance(url, str):
         raise ValidationError(field, f"expected a URL string ({url!r})")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        raise ValidationError(field, f"store URL holds a control character ({url!r})")
     parts = urlsplit(url)
     if not parts.scheme:
         raise ValidationError(field, f"store URL must be absolute ({url!r})")
     if not parts.path.endswith("/"):
         raise ValidationError(field, f"store URL path must end in '/' ({url!r})")
-    allowed = STORE_QUERY_ARGS.get(parts.scheme.lower())
+    if ".." in parts.path.split("/") or "//" in parts.path:
+        raise ValidationError(field, f"store URL path must be clean ({url!r})")
+    scheme = parts.scheme.lower()
+    allowed = STORE_QUERY_ARGS.get(scheme)
     if allowed is None:
         raise ValidationError(field, f"unsupported store scheme {parts.scheme!r} "
                                      f"(one of {', '.join(sorted(STORE_QUERY_ARGS))})")
+    if scheme == "file" and parts.netloc:
+        raise ValidationError(field, f"file store URLs have no host: file:///path/ ({url!r})")
+    if scheme != "file" and not parts.netloc:
+        raise ValidationError(field, f"store URL needs a bucket: {scheme}://bucket/path/ ({url!r})")
     for name, _value in parse_qsl(parts.query, keep_blank_values=True):
         if name.lower() not in allowed:
             raise ValidationError(field, f"unknown store URL argument {name!r}")
@@ -225,7 +248,7 @@ class FragmentSpec:
         if codec is CompressionCodec.INVALID:
             raise ValidationError("compression_codec", "compression codec must be set")
         for i, store in enumerate(self.stores):
-            _validate_store_url(store, f"stores[{i}]")
+            validate_store_url(store, f"stores[{i}]")
         if self.stores and codec is CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION:
             if urlsplit(self.stores[0]).scheme == "file":
                 raise ValidationError(

@@ -6,6 +6,6 @@ tests that need to kill, restart or share a fragment root. Every wait has a
 deadline and fails loudly.
 """
 
-from herald.testing.broker import BrokerProcess, apply_specs, journal_spec
+from herald.testing.broker import BrokerProcess, apply_specs, journal_spec, seed_journal
 
-__all__ = ["BrokerProcess", "apply_specs", "journal_spec"]
+__all__ = ["BrokerProcess", "apply_specs", "journal_spec", "seed_journal"]

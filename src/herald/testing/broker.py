@@ -98,3 +98,13 @@ def apply_specs(url: str, *specs: dict, expect_mod_revision: int = -1) -> int:
     resp = httpx.post(f"{url}/v1/journals/apply", json={"changes": changes}, timeout=30)
     resp.raise_for_status()
     return resp.json()["revision"]
+
+
+def seed_journal(proc: BrokerProcess, name: str, content: bytes = b"seed\n") -> BrokerProcess:
+    """Apply a test spec for ``name`` and append ``content``: the known state that a
+    refused request must leave unchanged."""
+    apply_specs(proc.url, journal_spec(name))
+    with proc.client() as http:
+        http.put(f"/{name}", content=content).raise_for_status()
+    return proc
+

@@ -1,0 +1,156 @@
+"""Hostile specs and bodies: a refused request changes nothing, and the broker restarts.
+
+Each case was found by hand against an earlier broker: a store URL that passed the
+spec checks but failed to open was saved anyway (and then stopped every restart), a
+NUL in a URL or a huge number answered 500, and a body claiming a Content-Encoding
+crashed the decoder. [I-APPLY-1] [I-RESTART-1]
+"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from herald.testing import apply_specs, journal_spec, seed_journal
+
+NAME = "hostile/journal"
+
+
+def apply_raw(url: str, spec: dict, expect: int = -1) -> httpx.Response:
+    return httpx.post(f"{url}/v1/journals/apply", timeout=30,
+                      json={"changes": [{"upsert": spec, "expect_mod_revision": expect}]})
+
+
+def journal_state(url: str) -> list[tuple[str, int]]:
+    """Every journal's name and revision: what a refused request must leave alone."""
+    doc = httpx.post(f"{url}/v1/journals/list", json={}, timeout=30).json()
+    return [(j["spec"]["name"], j["mod_revision"]) for j in doc["journals"]]
+
+
+@pytest.fixture
+def served(broker):
+    return seed_journal(broker, NAME)
+
+
+def assert_serving_after_restart(proc, before):
+    """The broker survives a kill -9 and restart with the same journals and bytes."""
+    proc.restart()
+    assert journal_state(proc.url) == before
+    with proc.client() as http:
+        assert http.get(f"/{NAME}").content == b"seed\n"
+        assert http.put(f"/{NAME}", content=b"ok\n").headers["X-Commit-Begin"] == "5"
+
+
+@pytest.mark.parametrize("store, needle", [
+    ("file:///../", "clean"),
+    ("file:////etc/", "clean"),
+    ("file://host/path/", "no host"),
+    ("file:///\u0000/", "control character"),
+    ("file:///a\nb/", "control character"),
+    ("gs:///path/", "bucket"),
+    ("gs://bucket/", "gcsfs"),      # passes the URL checks, but cannot open here
+    ("az://account/", "adlfs"),
+])
+def test_a_store_that_cannot_open_is_refused_and_saves_nothing(served, store, needle):
+    before = journal_state(served.url)
+    spec = journal_spec("hostile/other", stores=[store])
+
+    resp = apply_raw(served.url, spec)
+
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["field"] == "changes[0].upsert.fragment.stores[0]"
+    assert needle in resp.json()["message"]
+    assert journal_state(served.url) == before
+    # A later valid apply is unaffected (it used to answer 400 and commit anyway).
+    assert apply_raw(served.url, journal_spec("hostile/later")).status_code == 200
+    assert_serving_after_restart(served, journal_state(served.url))
+
+
+@pytest.mark.parametrize("path, value", [
+    (("fragment", "flush_interval"), "9" * 30 + "h"),
+    (("fragment", "retention"), 1e308),
+    (("fragment", "refresh_interval"), "2562048h"),
+    (("max_append_rate",), 10**20),
+    (("max_append_rate",), 1e20),
+    (("suspend", "offset"), 10**20),
+    (("replication",), 2**64),
+])
+def test_numbers_beyond_int64_are_a_400_naming_the_field(served, path, value):
+    before = journal_state(served.url)
+    spec = journal_spec("hostile/huge")
+    target = spec
+    for key in path[:-1]:
+        target = target.setdefault(key, {})
+    target[path[-1]] = value
+
+    resp = apply_raw(served.url, spec)
+
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["field"] == "changes[0].upsert." + ".".join(path)
+    assert journal_state(served.url) == before
+    assert_serving_after_restart(served, before)
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "x-bogus"])
+@pytest.mark.parametrize("path", [f"/{NAME}", f"/v1/journals/append?journal={NAME}"])
+def test_encoded_request_bodies_are_refused_before_anything_is_written(served, encoding, path):
+    with served.client() as http:
+        put = http.put if path.startswith(f"/{NAME}") else http.post
+        resp = put(path, content=b"not compressed at all\n", headers={"Content-Encoding": encoding})
+        assert resp.status_code == 415, resp.text
+        assert resp.json()["field"] == "Content-Encoding"
+        assert http.get(f"/{NAME}").content == b"seed\n"
+
+
+def member_header(url: str) -> dict[str, str]:
+    """The primary header a peer would send, built from what members/list hands out."""
+    from herald.broker.replication import PRIMARY_HEADER
+    from herald.keyspace.routes import MemberId
+
+    [member] = httpx.post(f"{url}/v1/members/list", json={}, timeout=30).json()["members"]
+    return {PRIMARY_HEADER: str(MemberId(member["zone"], member["suffix"]))}
+
+
+@pytest.mark.parametrize("body, field", [
+    (b'{"end": 1e300, "registers": [], "fragment_begin": 0}', "end"),
+    (b'{"end": -1, "registers": [], "fragment_begin": 0}', "end"),
+    (b'{"end": 9223372036854775808, "registers": [], "fragment_begin": 0}', "end"),
+    (b'{"end": 10, "registers": [], "fragment_begin": 11}', "fragment_begin"),
+    (b'{"end": 10, "registers": "x", "fragment_begin": 0}', "registers"),
+    (b'{"end": 10, "registers": [{"name": "BAD NAME"}], "fragment_begin": 0}', "registers[0].name"),
+    (b'{"end": "ten", "registers": [], "fragment_begin": 0}', "end"),
+    (b'[1, 2]', "body"),
+    (b'{not json', "body"),
+])
+def test_hostile_peer_sync_is_a_400_and_leaves_the_spool_intact(served, body, field):
+    resp = httpx.post(f"{served.url}/v1/replicate/sync", params={"journal": NAME}, content=body,
+                      headers=member_header(served.url), timeout=30)
+
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["field"] == field
+    # The journal's spool descriptor is still its own: appends land and read back exactly.
+    with served.client() as http:
+        for i in range(20):
+            http.put(f"/{NAME}", content=b"after %d\n" % i).raise_for_status()
+        expected = b"seed\n" + b"".join(b"after %d\n" % i for i in range(20))
+        assert http.get(f"/{NAME}").content == expected
+    served.restart()
+    with served.client() as http:
+        assert http.get(f"/{NAME}").content == expected
+
+
+@pytest.mark.parametrize("params, headers, field", [
+    ({"begin": "1e300", "fragment_begin": "0"}, {}, "begin"),
+    ({"begin": "5", "fragment_begin": "-1"}, {}, "fragment_begin"),
+    ({"begin": "5", "fragment_begin": "6"}, {}, "fragment_begin"),
+    ({"begin": "9223372036854775807", "fragment_begin": "0"}, {}, "begin"),
+    ({"begin": "5", "fragment_begin": "0"}, {"X-Registers": "BAD NAME"}, "X-Registers"),
+])
+def test_hostile_peer_append_is_a_400_and_writes_nothing(served, params, headers, field):
+    resp = httpx.post(f"{served.url}/v1/replicate/append", params={"journal": NAME, **params},
+                      content=b"evil\n", headers={**member_header(served.url), **headers}, timeout=30)
+
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["field"] == field
+    with served.client() as http:
+        assert http.get(f"/{NAME}").content == b"seed\n"
