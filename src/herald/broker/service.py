@@ -21,6 +21,7 @@ import socket
 import aiohttp
 from aiohttp import web
 
+from herald.broker.datadir import DataDirLock
 from herald.broker.journal import Journal
 from herald.broker.replication import Pipeline
 from herald.broker.settings import BrokerSettings
@@ -53,6 +54,7 @@ class Broker:
         self._tasks: list[asyncio.Task] = []
         self._runner: web.AppRunner | None = None
         self.lease_lost = asyncio.Event()
+        self._data_dir_lock = DataDirLock(settings.data_dir)
 
     @property
     def is_cluster(self) -> bool:
@@ -179,14 +181,17 @@ class Broker:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def start(self, app: web.Application) -> str:
-        """Bind, join the cluster (if any), open journals; return ``http://HOST:PORT``."""
+        """Lock the data dir, bind, join the cluster (if any), open journals; return
+        ``http://HOST:PORT``. Raises HeraldError naming the flag when the data dir is
+        another broker's or the address cannot be bound."""
+        self._data_dir_lock.acquire()
+        sock = _listen(self.settings.host, self.settings.port)
         self.session = aiohttp.ClientSession()
         # auto_decompress=False: bodies are taken raw (identity_bodies_middleware refuses
         # any Content-Encoding); aiohttp must not inflate them before that check.
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0,
                                      auto_decompress=False)
         await self._runner.setup()
-        sock = socket.create_server((self.settings.host, self.settings.port))
         host, port = sock.getsockname()[:2]
         self.endpoint = self.settings.advertise or f"http://{host}:{port}"
         if self.is_cluster:
@@ -247,4 +252,16 @@ class Broker:
             await self.keyspace.close()
         if self.session is not None:
             await self.session.close()
+        self._data_dir_lock.release()
         log.info("broker stopped")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, or a one-line error naming the flags (not a traceback)."""
+    try:
+        return socket.create_server((host, port))
+    except OSError as err:
+        raise HeraldError(Status.INVALID_ARGUMENT,
+                          f"cannot listen on {host}:{port} ({err.strerror}); "
+                          "choose another --host/--port", "port") from None
+

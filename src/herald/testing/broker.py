@@ -36,7 +36,8 @@ class BrokerProcess:
         env = {**os.environ, **(self.env or {})}
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, env=env, start_new_session=True)
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_thread.start()
         self.url = self._await_ready_line()
         return self
 
@@ -55,6 +56,7 @@ class BrokerProcess:
         line = result[0] if result else ""
         if not line.startswith(READY_PREFIX):
             self.kill()
+            self._stderr_thread.join(START_DEADLINE_S)  # all of stderr, for the message
             raise RuntimeError(f"broker did not start: {line!r}\n{''.join(self.stderr_lines[-30:])}")
         return line[len(READY_PREFIX):].strip()
 
