@@ -154,3 +154,12 @@ def test_hostile_peer_append_is_a_400_and_writes_nothing(served, params, headers
     assert resp.json()["field"] == field
     with served.client() as http:
         assert http.get(f"/{NAME}").content == b"seed\n"
+
+
+@pytest.mark.parametrize("header", ["X-Union-Registers", "X-Subtract-Registers"])
+def test_a_prefix_label_in_a_register_set_is_refused(served, header):
+    with served.client() as http:
+        resp = http.put(f"/{NAME}", content=b"x\n", headers={header: "owner=a,prefix=foo/"})
+        assert resp.status_code == 400 and resp.json()["field"] == header
+        assert "selector" in resp.json()["message"]
+        assert http.get(f"/{NAME}").content == b"seed\n"

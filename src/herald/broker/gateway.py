@@ -102,8 +102,8 @@ def register_headers(headers) -> tuple[LabelSelector | None, LabelSet | None, La
         except ValidationError as err:
             raise ValidationError(name, err.message) from None
     return (parse("X-Check-Registers", LabelSelector.parse),
-            parse("X-Union-Registers", LabelSet.parse),
-            parse("X-Subtract-Registers", LabelSet.parse))
+            parse("X-Union-Registers", lambda raw: LabelSet.parse(raw).refuse_prefix()),
+            parse("X-Subtract-Registers", lambda raw: LabelSet.parse(raw).refuse_prefix()))
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:

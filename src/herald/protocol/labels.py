@@ -143,6 +143,14 @@ class LabelSet:
                 pairs.append((name.strip(), value.strip()))
         return cls.from_pairs(pairs)
 
+    def refuse_prefix(self) -> LabelSet:
+        """This set, unless it holds ``prefix``: a selector-only meta-label (it means
+        "name begins with"), never a label a set can carry. Registers use this."""
+        for i, label in enumerate(self.labels):
+            if label.name == META_PREFIX:
+                raise ValidationError(f"[{i}].name", "'prefix' is only meaningful in a selector")
+        return self
+
     # -- queries ------------------------------------------------------------
     def __iter__(self) -> Iterator[Label]:
         return iter(self.labels)
