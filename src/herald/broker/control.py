@@ -76,13 +76,13 @@ async def handle_list(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     last = None
     while not broker.stopping.is_set():
-        changed = broker.wait_keyspace_change()
+        changed = broker.next_keyspace_change()
         entries = matching(broker, selector)
         key = [(e.spec.name, e.mod_revision) for e in entries]
         if key != last:
             await response.write(orjson.dumps(snapshot(broker, selector)) + b"\n")
             last = key
-        await changed
+        await changed.wait()
     return response
 
 

@@ -24,7 +24,7 @@ from herald.protocol.fragment import Fragment
 log = logging.getLogger(__name__)
 
 PERSIST_RETRY_S = (0.5, 1, 2, 5, 10, 30)
-DRAIN_TIMEOUT_S = 30
+DRAIN_TIMEOUT_S = 10  # within server.STOP_DEADLINE_S, after the HTTP runner's 5 s
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from herald.broker import control, gateway, replication
 from herald.broker.service import Broker
 from herald.broker.settings import BrokerSettings
-from herald.protocol.errors import HeraldError, Status
+from herald.protocol.errors import HTTP_CODES, HeraldError, Status
 
 log = logging.getLogger(__name__)
+
+STOP_DEADLINE_S = 20.0
 
 
 def error_response(err: HeraldError) -> web.Response:
@@ -50,8 +52,14 @@ async def errors_middleware(request: web.Request, handler):
             return error_response(HeraldError(Status.METHOD_NOT_ALLOWED,
                                               f"method {request.method} is not supported"))
         raise
-    except (ConnectionResetError, asyncio.CancelledError):
+    except ConnectionResetError:
+        # The client went away (mid-body, or before headers could be sent): expected,
+        # not an error. Nothing was appended [I-APPEND-2]; the 499 is never delivered,
+        # it only keeps aiohttp from logging the reset as a server error.
         log.debug("client went away method=%s path=%s", request.method, request.path)
+        return web.Response(status=HTTP_CODES[Status.CLIENT_CLOSED_REQUEST])
+    except asyncio.CancelledError:
+        log.debug("request cancelled method=%s path=%s", request.method, request.path)
         raise
     except Exception:
         log.exception("internal error method=%s path=%s", request.method, request.path)
@@ -91,6 +99,18 @@ def make_app(broker: Broker) -> web.Application:
     return app
 
 
+async def stop_within_deadline(broker: Broker) -> None:
+    """Stop gracefully, but within ``STOP_DEADLINE_S`` whatever clients or stores do
+    [I-RESTART-1]. Cutting a stop short loses nothing: every acknowledged byte is
+    already in a durable local spool, recovered and persisted at the next start
+    [I-FRAG-2], and a cluster member's lease simply runs out."""
+    try:
+        await asyncio.wait_for(broker.stop(), STOP_DEADLINE_S)
+    except TimeoutError:
+        log.warning("graceful stop took over %.0f s; exiting now (unpersisted spools are kept "
+                    "on local disk and persisted after restart)", STOP_DEADLINE_S)
+
+
 async def serve(settings: BrokerSettings, ready=print) -> None:
     """Run a broker until SIGTERM/SIGINT; ``ready`` gets the one 'listening' line."""
     broker = Broker(settings)
@@ -103,6 +123,6 @@ async def serve(settings: BrokerSettings, ready=print) -> None:
     lease_lost = asyncio.ensure_future(broker.lease_lost.wait())
     await asyncio.wait([asyncio.ensure_future(stop.wait()), lease_lost],
                        return_when=asyncio.FIRST_COMPLETED)
-    await broker.stop()
+    await stop_within_deadline(broker)
     if lease_lost.done():
         raise SystemExit("herald: the broker's etcd lease expired; exiting so it can rejoin afresh")

@@ -67,8 +67,13 @@ class Broker:
         event.set()
 
     async def wait_keyspace_change(self) -> None:
-        """Return after the next keyspace change (list watches await this)."""
+        """Return after the next keyspace change."""
         await self._keyspace_changed.wait()
+
+    def next_keyspace_change(self) -> asyncio.Event:
+        """An event set at the next keyspace change. List watches take it *before*
+        reading the keyspace, so no change between the read and the wait is missed."""
+        return self._keyspace_changed
 
     def stores_for(self, spec: JournalSpec, field: str = "fragment.stores") -> list[Store]:
         """Open (once) the stores ``spec`` names. Raises ValidationError naming
@@ -245,8 +250,8 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for journal in list(self.journals.values()):
-            await journal.close()
+        # Concurrently: each close may wait for its persister's bounded drain.
+        await asyncio.gather(*(journal.close() for journal in list(self.journals.values())))
         if self.is_cluster:
             await self.keyspace.revoke()
             await self.keyspace.close()
