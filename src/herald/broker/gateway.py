@@ -17,7 +17,7 @@ from aiohttp import web
 
 from herald.broker.journal import AppendResult, Journal
 from herald.broker.metrics import METRICS
-from herald.broker.read import stream
+from herald.broker.read import StoreTroubleLog, stream
 from herald.broker.service import Broker
 from herald.broker.proxy import forward, is_proxied
 from herald.protocol.errors import (HeraldError, JournalNotFoundError, OffsetNotYetAvailableError,
@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 MAX_OFFSET = (1 << 63) - 1
 READ_PARAMS = {"offset", "block", "end_offset"}
 SIGNED_URL_TTL_S = 60.0
+
+store_trouble = StoreTroubleLog()
 
 
 def journal_name(request: web.Request) -> str:
@@ -226,21 +228,49 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
         raise OffsetNotYetAvailableError(
             f"offset {offset} is not yet available (write head is {journal.write_head})",
             write_head=journal.write_head)
+    chunks = stream(journal, offset, block, end_offset, broker.stopping)
+    first = await _first_chunk(journal, offset, chunks) if journal.locate(offset) else None
     response = web.StreamResponse(status=206, headers=read_headers(broker, journal, offset))
     response.content_type = "application/octet-stream"
     await response.prepare(request)
     counter = METRICS.read_bytes.labels(journal.spec.name)
     try:
-        async for _offset, chunk in stream(journal, offset, block, end_offset, broker.stopping):
+        if first:
+            await response.write(first)
+            counter.inc(len(first))
+        async for _offset, chunk in chunks:
             await response.write(chunk)
             counter.inc(len(chunk))
     except OSError as err:
         # The status line is already sent: end the stream early; the client sees the
-        # offset it got to and retries there (RetryReader does).
-        log.warning("journal=%s read at %d ended: fragment store error: %s", journal.spec.name, offset, err)
+        # offset it got to and reopens there, where _first_chunk reports the cause.
+        store_trouble.warn(journal, offset, err)
         return response
     await response.write_eof()
     return response
+
+
+async def _first_chunk(journal: Journal, offset: int, chunks) -> bytes | None:
+    """The read's first chunk, fetched before the status line goes out, so a fragment
+    missing from its store is a clear error status rather than an empty 206 that a
+    client would reopen forever."""
+    try:
+        return (await anext(chunks))[1]
+    except StopAsyncIteration:
+        return None
+    except FileNotFoundError as err:
+        store_trouble.warn(journal, offset, err)
+        journal.fragments.refresh_now.set()  # the listing may know better (a re-upload)
+        located = journal.locate(offset)
+        where = f"fragment {located.fragment.content_name} in {located.fragment.store}" if located else "its fragment"
+        raise HeraldError(Status.FRAGMENT_MISSING,
+                          f"offset {offset} of {journal.spec.name} is in {where}, which is missing "
+                          "from its store; restore the file, or remove the journal's stale fragment",
+                          "offset", extra={"write_head": journal.write_head}) from None
+    except OSError as err:
+        store_trouble.warn(journal, offset, err)
+        raise HeraldError(Status.FRAGMENT_STORE_UNHEALTHY,
+                          f"reading {journal.spec.name} at {offset} failed: {err}", "offset") from None
 
 
 def add_routes(app: web.Application) -> None:

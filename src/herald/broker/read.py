@@ -11,7 +11,9 @@ never see uncommitted bytes because the write head only moves after fsync
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import time
 from collections.abc import AsyncIterator, Iterator
 
 from herald.broker.journal import Journal
@@ -19,7 +21,30 @@ from herald.fragment.codecs import decompressing_reader
 from herald.fragment.index import Located
 from herald.fragment.stores import Store
 
+log = logging.getLogger(__name__)
+
 CHUNK_BYTES = 1 << 20
+WARN_EVERY_S = 10.0
+
+
+class StoreTroubleLog:
+    """Warn of failing fragment reads at most once per journal every ``WARN_EVERY_S``,
+    with how many failed since: a reader retrying a missing fragment must not turn
+    into thousands of log lines a second."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[float, int]] = {}
+
+    def warn(self, journal: Journal, offset: int, err: OSError) -> None:
+        now = time.monotonic()
+        name = journal.spec.name
+        last_s, count = self._last.get(name, (float("-inf"), 0))
+        if now - last_s < WARN_EVERY_S:
+            self._last[name] = (last_s, count + 1)
+            return
+        self._last[name] = (now, 0)
+        suffix = f" ({count} more since the last warning)" if count else ""
+        log.warning("journal=%s read at %d failed: fragment store error: %s%s", name, offset, err, suffix)
 
 
 async def stream(journal: Journal, offset: int, block: bool, end_offset: int,

@@ -37,6 +37,10 @@ TRANSIENT_STATUSES = frozenset({
     Status.INSUFFICIENT_JOURNAL_BROKERS, Status.NOT_JOURNAL_BROKER,
     Status.FRAGMENT_STORE_UNHEALTHY, Status.INTERNAL,
 })
+#: Statuses retried a bounded number of times, then raised: a fragment missing from
+#: its store may be restored or re-listed soon, but a reader must not wait silently.
+BOUNDED_STATUSES = frozenset({Status.FRAGMENT_MISSING})
+MAX_STALLED_OPENS = 6
 HTTP_CHUNK_BYTES = 1 << 20
 
 
@@ -192,11 +196,22 @@ class RetryReader:
         return bool(self.end_offset) and self.offset >= self.end_offset
 
     def _run(self) -> Iterator[tuple[int, bytes]]:
+        stalled = 0  # consecutive opens that moved the offset not at all
         while not self._done() and not self._closed:
+            start = self.offset
             try:
                 reached_head = yield from self._attempt()
                 if reached_head and not self.block:
                     return
+                if not reached_head and self.offset == start:
+                    # Ended early with nothing read (a store failing mid-stream):
+                    # reopening at once would spin, so it counts as a failed attempt.
+                    stalled += 1
+                    self._give_up_after(stalled, HeraldError(
+                        Status.FRAGMENT_STORE_UNHEALTHY,
+                        f"read of {self.journal} at {self.offset} made no progress", "offset"))
+                else:
+                    stalled = 0
                 if self.block and not self.backoff.wait():
                     return  # the broker ended a blocking read (stopping): reopen.
             except OffsetNotYetAvailableError:
@@ -205,12 +220,22 @@ class RetryReader:
             except (httpx.TransportError, HeraldError) as err:
                 if self._closed:
                     return
-                if not is_transient(err):
+                if isinstance(err, HeraldError) and err.status in BOUNDED_STATUSES:
+                    stalled += 1
+                    self._give_up_after(stalled, err)
+                elif not is_transient(err):
                     raise
                 self._stats["retries"] += 1
                 log.warning("journal=%s offset=%d read failed (retrying): %s", self.journal, self.offset, err)
                 if not self.backoff.wait():
                     return
+
+    def _give_up_after(self, stalled: int, err: HeraldError) -> None:
+        """Raise ``err`` once ``MAX_STALLED_OPENS`` opens in a row made no progress:
+        content missing from a store may be restored (or the broker's index refreshed)
+        within a few back-offs, but not by retrying forever."""
+        if stalled >= MAX_STALLED_OPENS:
+            raise err
 
     def _attempt(self) -> Iterator[tuple[int, bytes]]:
         """One open: offloaded fragments first, then the broker. Returns True when a

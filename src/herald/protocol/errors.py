@@ -43,6 +43,7 @@ class Status(enum.Enum):
     CLIENT_CLOSED_REQUEST = 104
     INTERNAL = 105
     UNSUPPORTED_MEDIA_TYPE = 106
+    FRAGMENT_MISSING = 107
 
 
 HTTP_CODES: Mapping[Status, int] = MappingProxyType(
@@ -70,6 +71,7 @@ HTTP_CODES: Mapping[Status, int] = MappingProxyType(
         Status.CLIENT_CLOSED_REQUEST: 499,
         Status.INTERNAL: 500,
         Status.UNSUPPORTED_MEDIA_TYPE: 415,
+        Status.FRAGMENT_MISSING: 410,
     }
 )
 
