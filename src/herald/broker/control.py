@@ -11,6 +11,8 @@ import time
 import orjson
 from aiohttp import web
 
+from herald.auth import Claims
+from herald.broker.authz import UNRESTRICTED, authorize_change, claims_of
 from herald.broker.gateway import append_from_request, local_or_proxy, register_headers
 from herald.broker.service import Broker
 from herald.keyspace.base import Change, Entry
@@ -55,13 +57,18 @@ def entry_dict(broker: Broker, entry: Entry) -> dict:
             "route": broker.route(entry.spec.name).to_dict()}
 
 
-def matching(broker: Broker, selector: LabelSelector) -> list[Entry]:
-    return [e for name, e in sorted(broker.keyspace.entries().items())
-            if selector.matches(journal_meta_labels(e.spec.labels, name))]
+def matching(broker: Broker, selector: LabelSelector, claims: Claims = UNRESTRICTED) -> list[Entry]:
+    """Entries matched by ``selector`` among those ``claims`` may see."""
+    out = []
+    for name, entry in sorted(broker.keyspace.entries().items()):
+        labels = journal_meta_labels(entry.spec.labels, name)
+        if selector.matches(labels) and (claims is UNRESTRICTED or claims.sees(labels)):
+            out.append(entry)
+    return out
 
 
-def snapshot(broker: Broker, selector: LabelSelector) -> dict:
-    return {"journals": [entry_dict(broker, e) for e in matching(broker, selector)],
+def snapshot(broker: Broker, selector: LabelSelector, claims: Claims = UNRESTRICTED) -> dict:
+    return {"journals": [entry_dict(broker, e) for e in matching(broker, selector, claims)],
             "revision": broker.keyspace.revision}
 
 
@@ -69,18 +76,18 @@ async def handle_list(request: web.Request) -> web.StreamResponse:
     """A snapshot; with ``watch`` an NDJSON stream, one line per change of the matched set."""
     broker: Broker = request.app["broker"]
     body = await json_body(request)
-    selector = parse_selector(body.get("selector", ""))
+    selector, claims = parse_selector(body.get("selector", "")), claims_of(request)
     if not body.get("watch"):
-        return json_response(snapshot(broker, selector))
+        return json_response(snapshot(broker, selector, claims))
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await response.prepare(request)
     last = None
     while not broker.stopping.is_set():
         changed = broker.next_keyspace_change()
-        entries = matching(broker, selector)
+        entries = matching(broker, selector, claims)
         key = [(e.spec.name, e.mod_revision) for e in entries]
         if key != last:
-            await response.write(orjson.dumps(snapshot(broker, selector)) + b"\n")
+            await response.write(orjson.dumps(snapshot(broker, selector, claims)) + b"\n")
             last = key
         await changed.wait()
     return response
@@ -95,6 +102,8 @@ async def handle_apply(request: web.Request) -> web.Response:
         raise ValidationError("changes", "must be a non-empty list")
     changes = [Change.from_dict(c, f"changes[{i}]") for i, c in enumerate(raw)]
     for i, change in enumerate(changes):  # every store must open before anything is saved [I-APPLY-1]
+        labels = change.upsert.labels if change.upsert is not None else None
+        authorize_change(request, change.name, labels, f"changes[{i}]")
         if change.upsert is not None:
             broker.stores_for(change.upsert, f"changes[{i}].upsert.fragment.stores")
     revision = await broker.keyspace.apply(changes)

@@ -15,6 +15,8 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
+from herald.auth import Capability
+from herald.broker.authz import authorize_journal
 from herald.broker.journal import AppendResult, Journal
 from herald.broker.metrics import METRICS
 from herald.broker.read import StoreTroubleLog, stream
@@ -47,6 +49,7 @@ async def local_or_proxy(request: web.Request, name: str, need_primary: bool,
     """The local journal to serve ``name``, or the proxied response from the broker
     that serves it (cluster mode). Raises JOURNAL_NOT_FOUND for unknown journals."""
     broker: Broker = request.app["broker"]
+    authorize_journal(request, name)
     journal = broker.local_journal(name, need_primary)
     if journal is not None:
         return journal
@@ -57,7 +60,8 @@ async def local_or_proxy(request: web.Request, name: str, need_primary: bool,
         raise HeraldError(status, f"this broker does not serve {name} (route changed); retry")
     target = await broker.route_target(name, need_primary)
     if target:
-        return await forward(request, target, broker.session, body)
+        credentials = broker.peer_headers(request.get("capability", Capability.READ), name)
+        return await forward(request, target, broker.session, body, credentials)
     journal = broker.local_journal(name, need_primary)
     if journal is None:
         raise HeraldError(Status.NOT_JOURNAL_BROKER, f"no broker serves {name} yet; retry")

@@ -24,12 +24,16 @@ def is_proxied(request: web.Request) -> bool:
 
 
 async def forward(request: web.Request, endpoint: str, session: aiohttp.ClientSession,
-                  body: bytes | None = None) -> web.StreamResponse:
+                  body: bytes | None = None, credentials: dict[str, str] | None = None) -> web.StreamResponse:
     """Stream ``request`` to ``endpoint`` and its response back, chunk by chunk.
 
     ``body`` is given when the handler already read the request body (JSON APIs).
+    ``credentials`` (the broker's own token, scoped to this journal) replace the
+    client's: the client's token was checked here, and need not travel further.
     """
-    headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+    headers = {k: v for k, v in request.headers.items()
+               if k.lower() not in HOP_BY_HOP and k.lower() != "authorization"}
+    headers.update(credentials or {})
     headers[PROXIED_HEADER] = "1"
     if body is None and request.can_read_body:
         body = request.content.iter_any()

@@ -22,6 +22,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from herald.broker.authz import authorize_journal
 from herald.protocol.errors import HeraldError, Status, ValidationError, with_field_prefix
 from herald.protocol.labels import LabelSet
 
@@ -36,8 +37,10 @@ class Pipeline:
     """A primary's replication to one journal's peers (owned by its append task)."""
 
     def __init__(self, journal: str, peers: list[str], session: aiohttp.ClientSession,
-                 advertise: Callable[[], Awaitable[None]], primary: str = ""):
+                 advertise: Callable[[], Awaitable[None]], primary: str = "",
+                 credentials: Callable[[], dict[str, str]] = dict):
         self.journal = journal
+        self.credentials = credentials  # the primary's own token for its peers
         self.primary = primary  # our member id: peers refuse a primary their route disagrees with
         self.peers = peers
         self.session = session
@@ -88,7 +91,7 @@ class Pipeline:
 
     async def _post(self, peer: str, path: str, params: dict, body: bytes,
                     headers: dict | None = None) -> dict:
-        headers = {**(headers or {}), PRIMARY_HEADER: self.primary}
+        headers = {**(headers or {}), **self.credentials(), PRIMARY_HEADER: self.primary}
         try:
             async with self.session.post(f"{peer}{path}", params=params, data=body, headers=headers,
                                          timeout=aiohttp.ClientTimeout(total=REPLICATION_TIMEOUT_S)) as resp:
@@ -114,6 +117,7 @@ def _replica(request: web.Request):
     """
     broker = request.app["broker"]
     name = request.query.get("journal", "")
+    authorize_journal(request, name)
     journal = broker.journals.get(name)
     if journal is None:
         raise HeraldError(Status.NOT_JOURNAL_BROKER, f"this broker is not a replica of {name}", "journal")

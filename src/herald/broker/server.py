@@ -17,6 +17,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from herald.broker import control, gateway, replication
+from herald.broker.authz import auth_middleware
 from herald.broker.service import Broker
 from herald.broker.settings import BrokerSettings
 from herald.protocol.errors import HTTP_CODES, HeraldError, Status
@@ -89,7 +90,7 @@ async def handle_metrics(_request: web.Request) -> web.Response:
 
 
 def make_app(broker: Broker) -> web.Application:
-    app = web.Application(middlewares=[errors_middleware, identity_bodies_middleware],
+    app = web.Application(middlewares=[errors_middleware, auth_middleware, identity_bodies_middleware],
                           client_max_size=broker.settings.max_append_bytes)
     app["broker"] = broker
     app.router.add_get("/debug/metrics", handle_metrics)

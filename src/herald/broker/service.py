@@ -17,11 +17,15 @@ import asyncio
 import logging
 import secrets
 import socket
+import ssl
 
 import aiohttp
 from aiohttp import web
 
+from herald.auth import AuthKeys, Capability
+from herald.broker.authz import PeerTokens
 from herald.broker.datadir import DataDirLock
+from herald.broker.ratelimit import AppendRates
 from herald.broker.journal import Journal
 from herald.broker.replication import Pipeline
 from herald.broker.settings import BrokerSettings
@@ -29,7 +33,8 @@ from herald.fragment.stores import Store, open_store
 from herald.keyspace.base import Entry
 from herald.keyspace.local import LocalKeySpace
 from herald.keyspace.routes import Member, MemberId, Route
-from herald.protocol.errors import HeraldError, JournalNotFoundError, Status
+from herald.protocol.errors import HeraldError, JournalNotFoundError, Status, ValidationError
+from herald.tls import client_context, server_context
 from herald.protocol.journal import JournalSpec
 
 log = logging.getLogger(__name__)
@@ -55,6 +60,17 @@ class Broker:
         self._runner: web.AppRunner | None = None
         self.lease_lost = asyncio.Event()
         self._data_dir_lock = DataDirLock(settings.data_dir)
+        self.append_rates = AppendRates(settings.max_append_rate)
+        self.auth_keys = AuthKeys.parse(settings.auth_keys, "--auth-keys") if settings.auth_keys else None
+        self._peer_tokens = PeerTokens(self.auth_keys, str(self.member_id)) if self.auth_keys else None
+        if self.auth_keys and self.auth_keys.short_keys:
+            log.warning("%d of the --auth-keys are shorter than 32 bytes (RFC 7518 §3.2): "
+                        "use e.g. `openssl rand -base64 32`", self.auth_keys.short_keys)
+
+    def peer_headers(self, capability: int, journal: str) -> dict[str, str]:
+        """This broker's own credentials for a peer request about ``journal``
+        (none when auth is off)."""
+        return self._peer_tokens.headers(capability, journal) if self._peer_tokens else {}
 
     @property
     def is_cluster(self) -> bool:
@@ -137,7 +153,8 @@ class Broker:
         elif old is None or old.peers != peers:
             name = journal.spec.name
             journal.pipeline = Pipeline(name, peers, self.session, lambda: self._advertise(name),
-                                        primary=str(self.member_id))
+                                        primary=str(self.member_id),
+                                        credentials=lambda: self.peer_headers(Capability.REPLICATE, name))
             journal.poke()  # sync the new peerset now, without waiting for an append
 
     async def _advertise(self, name: str) -> None:
@@ -189,23 +206,36 @@ class Broker:
         """Lock the data dir, bind, join the cluster (if any), open journals; return
         ``http://HOST:PORT``. Raises HeraldError naming the flag when the data dir is
         another broker's or the address cannot be bound."""
+        server_tls, peer_tls = self._tls_contexts()
         self._data_dir_lock.acquire()
         sock = _listen(self.settings.host, self.settings.port)
-        self.session = aiohttp.ClientSession()
+        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=peer_tls or True))
         # auto_decompress=False: bodies are taken raw (identity_bodies_middleware refuses
         # any Content-Encoding); aiohttp must not inflate them before that check.
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0,
                                      auto_decompress=False)
         await self._runner.setup()
         host, port = sock.getsockname()[:2]
-        self.endpoint = self.settings.advertise or f"http://{host}:{port}"
+        scheme = "https" if server_tls else "http"
+        self.endpoint = self.settings.advertise or f"{scheme}://{host}:{port}"
         if self.is_cluster:
             await self._join_cluster()
         else:
             self.keyspace.on_change(lambda _rev: self._signal_keyspace_change())
         await self.sync_journals()
-        await web.SockSite(self._runner, sock).start()
-        return f"http://{host}:{port}"
+        await web.SockSite(self._runner, sock, ssl_context=server_tls).start()
+        return f"{scheme}://{host}:{port}"
+
+    def _tls_contexts(self) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
+        """The listener's TLS context and the one for requests to peers (which present
+        our certificate, for mutual TLS); (None, None) without ``--tls.cert-file``."""
+        s = self.settings
+        if not s.tls_cert_file:
+            if s.tls_key_file or s.tls_ca_file:
+                raise ValidationError("--tls.cert-file", "is required with --tls.key-file/--tls.ca-file")
+            return None, None
+        return (server_context(s.tls_cert_file, s.tls_key_file, s.tls_ca_file),
+                client_context(s.tls_ca_file, s.tls_cert_file, s.tls_key_file))
 
     async def _join_cluster(self) -> None:
         from herald.allocator.driver import Allocator

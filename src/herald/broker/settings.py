@@ -17,6 +17,7 @@ class BrokerSettings:
     data_dir: Path = Path("herald-data")
     file_root: Path | None = None
     max_append_bytes: int = DEFAULT_MAX_APPEND_BYTES
+    max_append_rate: int = 0  # bytes/s per journal whose spec sets none (0: unlimited)
     # Cluster mode (None: embedded, one broker, local keyspace).
     etcd: str | None = None
     etcd_prefix: str = "/herald/cluster"
@@ -24,6 +25,11 @@ class BrokerSettings:
     zone: str = "local"
     id: str = ""
     advertise: str | None = None
+    # Security (off by default): HMAC keys for JWT auth, and TLS for every listener and peer.
+    auth_keys: str | None = None
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_ca_file: Path | None = None
 
     @property
     def resolved_file_root(self) -> Path:

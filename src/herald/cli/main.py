@@ -10,6 +10,7 @@ import sys
 
 import typer
 
+from herald.cli.auth import auth_app
 from herald.cli.journals import journals_app
 from herald.cli.members import members_app
 from herald.cli.messages import attach_uuids_command
@@ -23,6 +24,7 @@ app.command("serve")(serve_command)
 app.add_typer(journals_app, name="journals")
 app.add_typer(members_app, name="members")
 app.add_typer(pipelines_app, name="pipelines")
+app.add_typer(auth_app, name="auth")
 app.command("attach-uuids")(attach_uuids_command)
 
 

@@ -6,6 +6,7 @@ import httpx
 import typer
 
 from herald.cli import config
+from herald.client import BrokerClient
 from herald.cli.journals import BROKER, OUTPUT
 from herald.cli.output import OutputFormat, print_doc, print_table
 from herald.protocol.errors import HeraldError, Status
@@ -18,12 +19,10 @@ def list_command(output: OutputFormat = OUTPUT, broker: str = BROKER) -> None:
     """List broker members (zone, id, endpoint, primary and replica journal counts)."""
     address = config.resolve_broker_address(broker)
     try:
-        resp = httpx.post(f"{address}/v1/members/list", json={}, timeout=30)
+        with BrokerClient(address) as client:
+            members = client.members()
     except httpx.HTTPError as err:
         raise HeraldError(Status.INTERNAL, f"cannot reach the broker at {address}: {err}") from None
-    if resp.status_code != 200:
-        raise HeraldError.from_dict(resp.json())
-    members = resp.json()["members"]
     if output is not OutputFormat.table:
         print_doc(members, output)
         return

@@ -28,6 +28,10 @@ def serve_command(
                                          "--broker.max-append-bytes",
                                          envvar="HERALD_BROKER_MAX_APPEND_BYTES",
                                          help="Largest accepted append (413 beyond)."),
+    max_append_rate: int = typer.Option(0, "--max-append-rate", "--broker.max-append-rate", min=0,
+                                        envvar="HERALD_BROKER_MAX_APPEND_RATE",
+                                        help="Bytes/s per journal whose spec sets no max_append_rate "
+                                             "(appenders wait; 0: unlimited)."),
     etcd: str = typer.Option(None, "--etcd", "--etcd.address", envvar="HERALD_ETCD",
                              help="etcd URL: run as a cluster member (default: embedded, no etcd)."),
     etcd_prefix: str = typer.Option("/herald/cluster", "--etcd.prefix", envvar="HERALD_ETCD_PREFIX"),
@@ -38,6 +42,17 @@ def serve_command(
                                   help="Member name within its zone [default: random]."),
     advertise: str = typer.Option(None, "--advertise", "--broker.advertise", envvar="HERALD_BROKER_ADVERTISE",
                                   help="URL peers and clients use [default: http://HOST:PORT]."),
+    auth_keys: str = typer.Option(None, "--auth-keys", "--broker.auth-keys", envvar="HERALD_AUTH_KEYS",
+                                  help="Comma/space separated base64 HMAC keys: require signed JWTs "
+                                       "(the first key signs, any verifies; AA== admits token-less "
+                                       "requests). Default: no authorization.", show_default=False),
+    tls_cert_file: Path = typer.Option(None, "--tls.cert-file", envvar="HERALD_TLS_CERT_FILE",
+                                       help="PEM certificate (chain): serve HTTPS."),
+    tls_key_file: Path = typer.Option(None, "--tls.key-file", envvar="HERALD_TLS_KEY_FILE",
+                                      help="PEM private key of --tls.cert-file (if not in that file)."),
+    tls_ca_file: Path = typer.Option(None, "--tls.ca-file", envvar="HERALD_TLS_CA_FILE",
+                                     help="PEM CA: require client certificates it signed (mutual TLS, "
+                                          "peers included) and trust peers it signed."),
     log_level: str = typer.Option("info", "--log.level", envvar="HERALD_LOG_LEVEL"),
     log_format: str = typer.Option("text", "--log.format", envvar="HERALD_LOG_FORMAT",
                                    help="text or json"),
@@ -50,6 +65,8 @@ def serve_command(
     if lease_s < 1:
         raise typer.BadParameter("must be at least 1s", param_hint="--etcd.lease")
     settings = BrokerSettings(host=host, port=port, data_dir=data_dir, file_root=file_root,
-                              max_append_bytes=max_append_bytes, etcd=etcd, etcd_prefix=etcd_prefix,
-                              etcd_lease_s=int(lease_s), zone=zone, id=broker_id, advertise=advertise)
+                              max_append_bytes=max_append_bytes, max_append_rate=max_append_rate, etcd=etcd, etcd_prefix=etcd_prefix,
+                              etcd_lease_s=int(lease_s), zone=zone, id=broker_id, advertise=advertise,
+                              auth_keys=auth_keys, tls_cert_file=tls_cert_file, tls_key_file=tls_key_file,
+                              tls_ca_file=tls_ca_file)
     asyncio.run(serve(settings, ready=lambda line: print(line, flush=True)))

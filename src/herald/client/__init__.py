@@ -17,6 +17,7 @@ stores; `AppendService` batches many small appends per journal into few PUTs;
 from herald.client.append import AppendService, AppendSlot
 from herald.client.broker import AsyncBrokerClient, AsyncReader, BrokerClient, Reader
 from herald.client.models import AppendResult, FragmentInfo, JournalInfo, ReadHead
+from herald.client.security import ClientSecurity
 from herald.client.retry import Backoff, OffloadReader, RetryReader, is_transient, read_fragment, slice_chunks
 from herald.client.watch import WatchedList
 
@@ -28,6 +29,7 @@ __all__ = [
     "AsyncReader",
     "Backoff",
     "BrokerClient",
+    "ClientSecurity",
     "FragmentInfo",
     "JournalInfo",
     "OffloadReader",

@@ -180,6 +180,13 @@ def prune(journal: str, dry_run: bool = False, now: float = 0) -> Operation[list
             for i, d in enumerate(resp.json().get("removed") or [])]
 
 
+def list_members() -> Operation[list[dict[str, Any]]]:
+    """The cluster's brokers: zone, suffix, endpoint, primary and replica journal counts."""
+    resp = yield Request("POST", "/v1/members/list", json={})
+    raise_for_error(resp)
+    return list(resp.json().get("members") or [])
+
+
 def read_request(journal: str, offset: int, block: bool, end_offset: int) -> Request:
     """A streaming ``GET``; the caller parses the head with `ReadHead.from_headers`."""
     params = {"offset": str(offset), "block": "true" if block else "false"}

@@ -19,6 +19,7 @@ import httpx
 from herald.client import _protocol as ops
 from herald.client._protocol import Request, Response
 from herald.client.models import ReadHead
+from herald.client.security import ClientSecurity
 
 __all__ = ["AsyncBrokerClient", "AsyncReader", "BrokerClient", "Reader"]
 
@@ -61,14 +62,17 @@ class _Methods:
     write_head = _operation(ops.write_head)
     head = _operation(ops.head)
     prune = _operation(ops.prune)
+    members = _operation(ops.list_members)
 
-    def __init__(self, address: str = DEFAULT_ADDRESS, timeout_s: float = 30.0) -> None:
+    def __init__(self, address: str = DEFAULT_ADDRESS, timeout_s: float = 30.0,
+                 security: ClientSecurity | None = None) -> None:
         self.address = address.rstrip("/")
         self.timeout_s = timeout_s
+        self.security = security if security is not None else ClientSecurity.from_env()
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickles as its settings (Spark ships clients' settings to executors).
-        return (type(self), (self.address, self.timeout_s))
+        return (type(self), (self.address, self.timeout_s, self.security))
 
     def _stream_timeout(self, block: bool) -> httpx.Timeout:
         """A blocking read or watch may be idle for as long as nothing is written."""
@@ -91,9 +95,10 @@ class BrokerClient(_Methods):
     when the broker cannot be reached.
     """
 
-    def __init__(self, address: str = DEFAULT_ADDRESS, timeout_s: float = 30.0) -> None:
-        super().__init__(address, timeout_s)
-        self.http = httpx.Client(base_url=self.address, timeout=timeout_s)
+    def __init__(self, address: str = DEFAULT_ADDRESS, timeout_s: float = 30.0,
+                 security: ClientSecurity | None = None) -> None:
+        super().__init__(address, timeout_s, security)
+        self.http = httpx.Client(base_url=self.address, timeout=timeout_s, **self.security.httpx_options())
 
     def _run(self, op: ops.Operation) -> Any:
         try:
@@ -123,9 +128,11 @@ class BrokerClient(_Methods):
 class AsyncBrokerClient(_Methods):
     """The asyncio twin of `BrokerClient`: the same methods, awaited."""
 
-    def __init__(self, address: str = DEFAULT_ADDRESS, timeout_s: float = 30.0) -> None:
-        super().__init__(address, timeout_s)
-        self.http = httpx.AsyncClient(base_url=self.address, timeout=timeout_s)
+    def __init__(self, address: str = DEFAULT_ADDRESS, timeout_s: float = 30.0,
+                 security: ClientSecurity | None = None) -> None:
+        super().__init__(address, timeout_s, security)
+        self.http = httpx.AsyncClient(base_url=self.address, timeout=timeout_s,
+                                      **self.security.httpx_options())
 
     async def _run(self, op: ops.Operation) -> Any:
         try:

@@ -44,6 +44,7 @@ class Status(enum.Enum):
     INTERNAL = 105
     UNSUPPORTED_MEDIA_TYPE = 106
     FRAGMENT_MISSING = 107
+    PERMISSION_DENIED = 108
 
 
 HTTP_CODES: Mapping[Status, int] = MappingProxyType(
@@ -72,6 +73,7 @@ HTTP_CODES: Mapping[Status, int] = MappingProxyType(
         Status.INTERNAL: 500,
         Status.UNSUPPORTED_MEDIA_TYPE: 415,
         Status.FRAGMENT_MISSING: 410,
+        Status.PERMISSION_DENIED: 403,
     }
 )
 

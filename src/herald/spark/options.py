@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from herald.client import BrokerClient, ClientSecurity
+from herald.message.decode_errors import DecodeErrors, OnDecodeError
 from herald.protocol.errors import ValidationError
 from herald.protocol.labels import LabelSelector
 
@@ -83,6 +85,8 @@ class SourceOptions:
     fence_register: str = "herald-sink"
     ring_size: int = 65536
     append_bytes: int = 1 << 20
+    security: ClientSecurity = ClientSecurity()
+    on_decode_error: OnDecodeError = OnDecodeError.FAIL
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -113,7 +117,21 @@ class SourceOptions:
             fence_register=_get(options, "fenceRegister", "herald-sink") or "herald-sink",
             ring_size=max(1, _int(options, "ringSize", 65536)),
             append_bytes=max(1, _int(options, "appendBytes", 1 << 20)),
+            on_decode_error=OnDecodeError.parse(_get(options, "onDecodeError")),
+            # Read on the driver (option, else its environment) and shipped to executors.
+            security=ClientSecurity.from_env(
+                auth_token=_get(options, "authToken"),
+                ca_file=_get(options, "trustedCAFile") or _get(options, "caFile"),
+                cert_file=_get(options, "certFile"), key_file=_get(options, "keyFile")),
         )
+
+    def decode_errors(self, journal: str) -> DecodeErrors:
+        """A task's policy for undecodable messages of ``journal`` (option ``onDecodeError``)."""
+        return DecodeErrors(journal, self.on_decode_error)
+
+    def client(self) -> BrokerClient:
+        """A client of ``broker`` with these credentials (build it where it is used)."""
+        return BrokerClient(self.broker, security=self.security)
 
     def require_state(self, what: str) -> str:
         if not self.state_location:

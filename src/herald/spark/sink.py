@@ -128,7 +128,7 @@ def publish_rows(opts: SourceOptions, batches: Iterable[pa.RecordBatch], seed: i
     pending: dict[str, list[bytes]] = defaultdict(list)
     sizes: dict[str, int] = defaultdict(int)
     rows = 0
-    with BrokerClient(opts.broker) as client:
+    with opts.client() as client:
         journals = _Journals(client, opts, seed)
         for batch in batches:
             names = batch.schema.names
@@ -278,7 +278,7 @@ def commit_batch(opts: SourceOptions, token: str, messages: Iterable[SinkCommit 
     """Driver: the sink's commit protocol (module docstring), for one batch.
     Raises FencedError (writing nothing) if a newer driver has taken over."""
     sink_log = SinkLog(opts.state_location)
-    with BrokerClient(opts.broker) as client:
+    with opts.client() as client:
         last = sink_log.last()
         fence_token, fenced = sink_log.fence()
         if fence_token != token:
@@ -336,7 +336,7 @@ class BatchWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[SinkCommit | None]) -> None:
         intents = (AckIntent(j, d) for m in messages if m is not None for j, d in m.intents)
-        with BrokerClient(self.opts.broker) as client:
+        with self.opts.client() as client:
             for journal, data in _grouped(intents).items():
                 client.append(journal, data)
 

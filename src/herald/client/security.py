@@ -1,0 +1,55 @@
+"""A client's credentials and TLS trust: bearer token, CA file, client certificate.
+
+Read from the environment when not given, as Gazette's clients do:
+``BROKER_AUTH_TOKEN`` (a JWT, see `herald auth token`), ``BROKER_TRUSTED_CA_FILE``,
+``BROKER_CERT_FILE`` and ``BROKER_CERT_KEY_FILE``. This module is the client's one
+reader of the environment. The settings are frozen and picklable, so Spark ships
+them to executors and clients are built there.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from herald.tls import client_context
+
+__all__ = ["ClientSecurity"]
+
+ENV_NAMES = {"auth_token": "BROKER_AUTH_TOKEN", "ca_file": "BROKER_TRUSTED_CA_FILE",
+             "cert_file": "BROKER_CERT_FILE", "key_file": "BROKER_CERT_KEY_FILE"}
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSecurity:
+    """How a client proves who it is and whom it trusts (all optional)."""
+
+    auth_token: str | None = None
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **given: str | None) -> ClientSecurity:
+        """``given`` values, each falling back to its environment variable."""
+        env = os.environ if env is None else env
+        return cls(**{k: given.get(k) or env.get(name) or None for k, name in ENV_NAMES.items()})
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.auth_token}"} if self.auth_token else {}
+
+    def verify(self) -> ssl.SSLContext | bool:
+        """httpx's ``verify``: our context when a CA or client certificate is set."""
+        if not (self.ca_file or self.cert_file):
+            return True
+        return client_context(self.ca_file, self.cert_file, self.key_file, flag_prefix="--broker")
+
+    def httpx_options(self) -> dict[str, Any]:
+        return {"headers": self.headers(), "verify": self.verify()}
+
+    def __repr__(self) -> str:  # never print a token
+        shown = {k: ("***" if k == "auth_token" else v) for k in ENV_NAMES if (v := getattr(self, k))}
+        return f"ClientSecurity({shown})"

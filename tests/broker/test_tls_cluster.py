@@ -1,0 +1,114 @@
+"""TLS, mutual TLS and JWT auth together: three brokers on a real etcd, every
+listener HTTPS, every peer and client presenting a certificate from a throwaway
+CA (trustme), replication and proxying authenticated by the brokers' own tokens."""
+
+from __future__ import annotations
+
+import base64
+import ssl
+import time
+
+import httpx
+import pytest
+import trustme
+
+from herald.auth import AuthKeys, Capability, Claims
+from herald.client import BrokerClient, ClientSecurity, RetryReader
+from herald.protocol.labels import LabelSelector
+from herald.testing import BrokerProcess, journal_spec
+
+pytestmark = pytest.mark.slow
+KEY = base64.b64encode(b"t" * 32).decode()
+JOURNAL = "tls/journal"
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA, one broker certificate (shared by the three brokers) and a client one."""
+    root = tmp_path_factory.mktemp("pki")
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(root / "ca.pem"))
+    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(root / "broker.pem"))
+    client = ca.issue_cert("herald-client@example.com")
+    client.cert_chain_pems[0].write_to_path(str(root / "client.pem"))
+    client.private_key_pem.write_to_path(str(root / "client-key.pem"))
+    return root
+
+
+def token(caps: int = Capability.LIST | Capability.APPLY | Capability.READ | Capability.APPEND) -> str:
+    return AuthKeys.parse(KEY).sign(Claims(caps, LabelSelector(), time.time() + 600))
+
+
+def security(pki, with_cert: bool = True, with_token: bool = True) -> ClientSecurity:
+    return ClientSecurity(auth_token=token() if with_token else None, ca_file=str(pki / "ca.pem"),
+                          cert_file=str(pki / "client.pem") if with_cert else None,
+                          key_file=str(pki / "client-key.pem") if with_cert else None)
+
+
+@pytest.fixture
+def tls_cluster(etcd, tmp_path, pki, request):
+    prefix = f"/herald/test/{request.node.name}"
+    brokers = []
+    for zone in "abc":
+        brokers.append(BrokerProcess(
+            tmp_path / f"data-{zone}", tmp_path / "store", "--etcd", etcd.url, "--etcd.prefix", prefix,
+            "--zone", zone, "--id", f"b{zone}", "--etcd.lease", "4s", "--auth-keys", KEY,
+            "--tls.cert-file", str(pki / "broker.pem"), "--tls.ca-file", str(pki / "ca.pem")).start())
+    yield brokers
+    for proc in brokers:
+        proc.kill()
+
+
+def wait_replicated(client: BrokerClient, size: int, deadline_s: float = 30) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        [info] = client.list(f"name={JOURNAL}")
+        if info.route.get("primary") == 0 and len(info.route.get("members", [])) == size:
+            return
+        time.sleep(0.1)  # wait-ok: polling the list API with a deadline
+    raise AssertionError(f"route of {JOURNAL} did not converge")
+
+
+def test_three_broker_tls_cluster_replicates_and_proxies_with_its_own_tokens(tls_cluster, pki):
+    assert all(p.url.startswith("https://127.0.0.1:") for p in tls_cluster)
+    with BrokerClient(tls_cluster[0].url, security=security(pki)) as admin:
+        admin.apply([{"upsert": dict(journal_spec(JOURNAL), replication=3), "expect_mod_revision": 0}])
+        wait_replicated(admin, 3)
+    expected = b""
+    for i, proc in enumerate(tls_cluster):  # two of the three appends are proxied to the primary
+        with BrokerClient(proc.url, security=security(pki)) as client:
+            record = f'{{"n": {i}}}\n'.encode()
+            client.append(JOURNAL, record)
+            expected += record
+    for proc in tls_cluster:  # every broker serves every replicated byte
+        with BrokerClient(proc.url, security=security(pki)) as client:
+            assert b"".join(c for _, c in RetryReader(client, JOURNAL, block=False)) == expected
+
+
+def test_tls_cluster_refuses_clients_without_certificate_token_or_tls(tls_cluster, pki):
+    url = tls_cluster[0].url
+    with pytest.raises(httpx.TransportError):  # mutual TLS: no client certificate, no connection
+        with BrokerClient(url, security=security(pki, with_cert=False)) as client:
+            client.list("")
+    with BrokerClient(url, security=security(pki, with_token=False)) as client:
+        resp = client.http.post("/v1/journals/list", json={})
+    assert resp.status_code == 401
+    with pytest.raises(httpx.HTTPError):  # plain HTTP to a TLS listener
+        httpx.post(url.replace("https://", "http://") + "/v1/journals/list", json={}, timeout=5)
+    untrusting = ssl.create_default_context()  # the system roots do not know our CA
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(url + "/v1/journals/list", json={}, verify=untrusting, timeout=5)
+
+
+def test_peer_endpoints_refuse_a_client_token_without_replicate(tls_cluster, pki):
+    with BrokerClient(tls_cluster[0].url, security=security(pki)) as client:
+        resp = client.http.post("/v1/replicate/sync", params={"journal": JOURNAL},
+                                json={"end": 0, "registers": [], "fragment_begin": 0})
+    assert resp.status_code == 403 and resp.json()["status"] == "PERMISSION_DENIED"
+
+
+def test_bad_tls_files_stop_the_broker_with_one_line_naming_the_flag(tmp_path, pki):
+    with pytest.raises(RuntimeError, match="--tls.cert-file"):
+        BrokerProcess(tmp_path / "d", None, "--tls.cert-file", str(tmp_path / "missing.pem")).start()
+    with pytest.raises(RuntimeError, match="--tls.cert-file.*required"):
+        BrokerProcess(tmp_path / "e", None, "--tls.ca-file", str(pki / "ca.pem")).start()
