@@ -73,11 +73,12 @@ def test_ndjson_decode_fast_and_slow_paths_and_missing_uuid():
         f.encode(b'{"n":1}', U1)
         + b'{"n":2,"UUID":"' + uuid_str(U2).upper().encode() + b'"}\n'  # Not first: slow path.
         + b'{"n":3}\n'  # No UUID field: committed as is.
-        + b"not json\n"
+        + b"not json\n"  # Not a message: a framing error, as in Gazette.
         + b'{"UUID":null}\n'
     )
     events, dec = feed_all(f, data, len(data))
-    assert [e.uuid for e in events] == [U1, U2, None, None, None]
+    assert isinstance(events[3], FramingError) and "not valid JSON" in str(events[3])
+    assert [getattr(e, "uuid", "error") for e in events] == [U1, U2, None, "error", None]
     assert events[0] == Frame(0, events[0].end, U1, data[: events[0].end - 1])
     assert all(a.end == b.begin for a, b in zip(events, events[1:]))
     assert events[-1].end == len(data) and dec.buffered == 0
@@ -225,3 +226,32 @@ def test_fixed_end_tolerates_one_trailing_newline_only():
     dec.feed(b"\x66\x33", 1)
     with pytest.raises(FramingError):
         dec.end()
+
+
+@pytest.mark.parametrize("line", [b"not json", b"[1, 2]", b'"a string"', b"", b"{broken"])
+def test_an_ndjson_line_that_is_not_a_json_object_is_a_framing_error_never_a_message(line):
+    data = NDJSONFraming().encode(b'{"n":1}', U1) + line + b"\n"
+    events, _ = feed_all(NDJSONFraming(), data, len(data))
+    assert isinstance(events[0], Frame) and isinstance(events[1], FramingError)
+    assert (events[1].offset, events[1].end) == (events[0].end, len(data))
+
+
+def test_a_csv_record_with_another_field_count_is_a_framing_error_but_acks_are_not():
+    f = CSVFraming()
+    data = f.encode(["a", "b"], U1) + f.encode(["c"], U2) + f.encode(f.ack_body(), U1) + f.encode(["d", "e"], U2)
+    events, _ = feed_all(f, data, len(data))
+    assert [type(e).__name__ for e in events] == ["Frame", "FramingError", "Frame", "Frame"]
+    assert "2 fields, want 3" in str(events[1])
+
+
+def test_decode_errors_fail_with_journal_and_offset_or_skip_and_count():
+    from herald.message.decode_errors import DecodeErrors, MessageDecodeError, OnDecodeError
+
+    error = FramingError(42, "not valid JSON", 7)
+    with pytest.raises(MessageDecodeError, match="offset 42: journal a/b: not valid JSON") as raised:
+        DecodeErrors("a/b").handle(error)
+    assert (raised.value.journal, raised.value.offset) == ("a/b", 42)
+    counter = DecodeErrors("a/b", OnDecodeError.parse("SKIP"))
+    counter.handle(error)
+    counter.handle(error)
+    assert counter.skipped == 2

@@ -71,3 +71,18 @@ def test_read_committed_batch_is_exact_across_fragment_boundaries(spark, broker,
 
 def test_empty_selection_reads_no_rows(spark, broker):
     assert herald_read(spark, broker, "app=nothing").count() == 0
+
+
+@pytest.mark.parametrize("committed", [False, True])
+def test_undecodable_lines_fail_the_read_naming_the_offset_or_are_skipped(spark, broker, client, committed):
+    journal = f"read/bad-{str(committed).lower()}"
+    make_journals(broker, journal, labels={"app": f"bad-{str(committed).lower()}"})
+    Producer(client).committed(journal, {"n": 1})
+    bad_at = client.write_head(journal)
+    client.append(journal, b"not json at all\n")
+    Producer(client).committed(journal, {"n": 2})
+    selector = f"app=bad-{str(committed).lower()}"
+    with pytest.raises(Exception, match=f"offset {bad_at}: journal {journal}: not valid JSON"):
+        herald_read(spark, broker, selector, committed=committed).collect()
+    rows = herald_read(spark, broker, selector, committed=committed, onDecodeError="skip").collect()
+    assert len(rows) == 2 and all(bytes(r.value).startswith(b'{"UUID":') for r in rows)

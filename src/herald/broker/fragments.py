@@ -76,6 +76,7 @@ class FragmentKeeper:
                 await health.wait_recovery(delay)
         self.journal.index.add_remote(fragment)
         self.journal.index.drop_local(done.fragment.begin)
+        self.journal.wake_readers()  # a reader waiting below a now-persisted fragment may jump
         for path in (done.path, done.commits_path):
             path.unlink(missing_ok=True)
         METRICS.persisted_fragments.labels(self.journal.spec.name).inc()
@@ -129,4 +130,7 @@ class FragmentKeeper:
             await loop.run_in_executor(None, stores[fragment.store].remove, fragment.content_path)
             self.journal.index.forget(fragment)
         self.journal.index.replace_remote(await self.list_stores())
+        if doomed:  # the spool may now hold the first byte: persist it so readers can jump
+            self.journal.roll_if_first = True
+            self.journal.poke()
         return doomed

@@ -139,6 +139,7 @@ async def append_from_request(broker: Broker, request: web.Request, journal: Jou
     writable(journal)
     check, union, subtract = register_headers(request.headers)
     content = await read_body(request, broker.settings.max_append_bytes)
+    await broker.append_rates.admit(journal.spec, len(content))
     started = time.perf_counter()
     result = await journal.append(content, check, union, subtract)
     METRICS.append_requests.observe(time.perf_counter() - started)
@@ -233,7 +234,11 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
             f"offset {offset} is not yet available (write head is {journal.write_head})",
             write_head=journal.write_head)
     chunks = stream(journal, offset, block, end_offset, broker.stopping)
-    first = await _first_chunk(journal, offset, chunks) if journal.locate(offset) else None
+    first = None
+    if offset < journal.write_head:
+        # Below the head, the read may wait (a hole) or jump (pruned content): the
+        # headers must name where the bytes really start, so fetch them first.
+        offset, first = await _first_chunk(journal, offset, chunks)
     response = web.StreamResponse(status=206, headers=read_headers(broker, journal, offset))
     response.content_type = "application/octet-stream"
     await response.prepare(request)
@@ -254,14 +259,14 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
     return response
 
 
-async def _first_chunk(journal: Journal, offset: int, chunks) -> bytes | None:
-    """The read's first chunk, fetched before the status line goes out, so a fragment
-    missing from its store is a clear error status rather than an empty 206 that a
-    client would reopen forever."""
+async def _first_chunk(journal: Journal, offset: int, chunks) -> tuple[int, bytes | None]:
+    """The read's first ``(offset, chunk)``, fetched before the status line goes out,
+    so a fragment missing from its store is a clear error status rather than an
+    empty 206 that a client would reopen forever."""
     try:
-        return (await anext(chunks))[1]
+        return await anext(chunks)
     except StopAsyncIteration:
-        return None
+        return offset, None
     except FileNotFoundError as err:
         store_trouble.warn(journal, offset, err)
         journal.fragments.refresh_now.set()  # the listing may know better (a re-upload)

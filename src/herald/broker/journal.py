@@ -75,6 +75,7 @@ class Journal:
         self._commit_event = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._closing = False
+        self.roll_if_first = False  # set by prune: persist a spool that became the first fragment
         self._spool_lock = asyncio.Lock()  # one mutator of the spool at a time
         self.fragments = FragmentKeeper(self)
         # Cluster role: a primary replicates through ``pipeline`` (None: embedded or a
@@ -281,7 +282,12 @@ class Journal:
         assert spool is not None
         if spool.content_length == 0:
             return
-        too_long = spool.content_length > frag.length
+        # A spool holding the journal's first known byte is persisted at once when
+        # asked (after a prune): until it has a mod time, readers below it wait
+        # rather than jump, since a replica might still upload what precedes it.
+        first = self.roll_if_first and spool.begin <= self.index.begin_offset
+        self.roll_if_first = False
+        too_long = first or spool.content_length > frag.length
         interval = frag.flush_interval_s
         crossed = bool(interval) and spool.first_append_unix is not None and (
             math.floor(spool.first_append_unix / interval) != math.floor(now_unix / interval))

@@ -52,8 +52,11 @@ async def stream(journal: Journal, offset: int, block: bool, end_offset: int,
     """Yield ``(offset, chunk)`` from ``offset`` until ``end_offset`` (0 = unbounded).
 
     Without ``block`` the stream ends at the write head. With it, it waits for more
-    until the broker stops. Offsets jump forward over pruned ranges.
+    until the broker stops. Offsets jump forward over pruned ranges — but only
+    before the first chunk: a jump after bytes were sent ends the stream, so the
+    reader reopens and sees the jump in the response's headers.
     """
+    sent = False
     while not end_offset or offset < end_offset:
         located = journal.locate(offset)
         if located is None:
@@ -61,7 +64,9 @@ async def stream(journal: Journal, offset: int, block: bool, end_offset: int,
                 return
             await _wait_for_commit_or_stop(journal, stopping)
             continue
-        offset = located.offset
+        if sent and located.offset != offset:
+            return
+        offset, sent = located.offset, True
         limit = located.fragment.end if not end_offset else min(end_offset, located.fragment.end)
         async for chunk in _fragment_chunks(journal, located, limit):
             yield offset, chunk

@@ -36,6 +36,7 @@ from herald.cli.logs import configure
 from herald.cli.output import OutputFormat, humanize_age, humanize_bytes, print_doc, print_table, progress, table_header
 from herald.client import AppendService, BrokerClient, FragmentInfo, JournalInfo, RetryReader, WatchedList
 from herald.keyspace.base import BLIND, Change
+from herald.message.decode_errors import MessageDecodeError
 from herald.message.mapping import NoJournalsError, modulo_mapping, random_mapping, rendezvous_mapping
 from herald.protocol.errors import HeraldError, Status, ValidationError
 from herald.protocol.journal import parse_duration
@@ -75,6 +76,8 @@ def _command(fn: Callable[..., None]) -> Callable[..., None]:
             raise HeraldError(Status.INTERNAL, f"cannot reach the broker: {err}") from None
         except NoJournalsError:
             raise HeraldError(Status.JOURNAL_NOT_FOUND, "the selector matched no journals") from None
+        except MessageDecodeError as err:
+            raise HeraldError(Status.INVALID_ARGUMENT, f"cannot decode a message: {err}") from None
 
     return run
 
@@ -211,15 +214,19 @@ def _read_one(client: BrokerClient, journal: str, offset: int, block: bool, offl
             bar.advance(len(chunk))
 
 
-def _read_committed(client: BrokerClient, journal: str, block: bool) -> None:
+def _read_committed(client: BrokerClient, journal: str, block: bool, on_decode_error: str) -> None:
     """Decoded committed messages of one journal, one per line [I-SEQ-1]."""
+    from herald.message.decode_errors import DecodeErrors, OnDecodeError
     from herald.pipelines.committed import is_ack, read_committed
 
     out = _stdout()
-    for env in read_committed(client, journal, block=block):
+    errors = DecodeErrors(journal, OnDecodeError.parse(on_decode_error, "--on-decode-error"))
+    for env in read_committed(client, journal, block=block, errors=errors):
         if not is_ack(env):
             out.write(env.value + b"\n")
             out.flush()
+    if errors.skipped:
+        print(f"{journal}: skipped {errors.skipped} undecodable messages", file=sys.stderr)
 
 
 def _read_concurrently(client: BrokerClient, journals: list[str], offset: int, offload: bool) -> None:
@@ -263,6 +270,9 @@ def read_command(
     offload: bool = typer.Option(False, "--offload", help="Read persisted fragments straight from their stores."),
     committed: bool = typer.Option(False, "--committed",
                                    help="Read-committed: each committed message once, ACKs hidden."),
+    on_decode_error: str = typer.Option("fail", "--on-decode-error",
+                                        help="With --committed: fail on a message the journal's framing "
+                                             "cannot decode (naming journal and offset), or skip and count it."),
     broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
     """Copy journal content to stdout: each matching journal in turn, whole appends."""
@@ -271,7 +281,7 @@ def read_command(
         names = [i.name for i in _matched(client, selector)]
         if committed:
             for name in names:
-                _read_committed(client, name, block)
+                _read_committed(client, name, block, on_decode_error)
             return
         if block and len(names) > 1:
             _read_concurrently(client, names, start, offload)

@@ -31,8 +31,27 @@ class Located:
 JUMP_AGE_S = 6 * 3600
 
 
-def _may_jump_to(fragment: Fragment, now_unix: float) -> bool:
-    return bool(fragment.store) and fragment.mod_time > 0 and now_unix - fragment.mod_time > JUMP_AGE_S
+def _may_jump_to(fragment: Fragment, is_first: bool, now_unix: float) -> bool:
+    """Whether a read below ``fragment`` may skip to it: only to a persisted fragment
+    (a local one without a mod time may yet be preceded by a replica's upload), and
+    only if it is the index's first (retention removed what came before) or was
+    persisted over ``JUMP_AGE_S`` ago (the hole is not an upload still in flight)."""
+    if not fragment.mod_time:
+        return False
+    return is_first or now_unix - fragment.mod_time > JUMP_AGE_S
+
+
+def _covers(fragments: CoverSet, fragment: Fragment) -> bool:
+    """Whether ``fragments`` span all of ``fragment`` without a gap (several smaller
+    contiguous or overlapping fragments may cover it together)."""
+    at, covered = fragments.longest_overlapping(fragment.begin)
+    if not covered:
+        return False
+    reached = fragments[at].end
+    while reached < fragment.end and at + 1 < len(fragments) and fragments[at + 1].begin <= reached:
+        at += 1
+        reached = max(reached, fragments[at].end)
+    return reached >= fragment.end
 
 
 class Index:
@@ -88,15 +107,20 @@ class Index:
         return previous_end is not None and previous_end < offset
 
     def replace_remote(self, listing: list[Fragment]) -> None:
-        """Swap in a fresh store listing, keeping local fragments it does not cover and
-        fragments we persisted that it does not show yet (it may predate their upload)."""
+        """Swap in a fresh store listing, plus fragments we persisted that it does not
+        show yet (it may predate their upload), plus local fragments it does not cover.
+
+        A local fragment the listing covers is dropped from the set (as Gazette's
+        ``ReplaceRemote``): the persisted copy, with its mod time, is what decides
+        offset jumps. Its file stays readable through ``_local`` while it exists.
+        """
         listed = {f.content_path for f in listing}
         self._unlisted = {k: f for k, f in self._unlisted.items() if k not in listed}
         fresh = CoverSet()
         for fragment in [*listing, *self._unlisted.values()]:
             fresh.add(fragment)
         for fragment in self._set:
-            if not fragment.store and fragment.begin in self._local:
+            if not fragment.store and fragment.begin in self._local and not _covers(fresh, fragment):
                 fresh.add(fragment)
         self._set = fresh
 
@@ -104,16 +128,17 @@ class Index:
         """The fragment to read ``offset`` from, jumping forward over pruned ranges.
 
         Returns None when ``offset`` is at or past the end of the index, or falls in
-        a hole that may yet be filled. Before the first fragment the read jumps at
-        once (retention pruned it). A hole between fragments is jumped only when the
-        fragment after it was persisted over 6 h ago — as Gazette, so a reader racing
-        a replica's upload after a roll-forward waits instead of skipping bytes.
+        a hole that may yet be filled. Only a persisted fragment is jumped to: at
+        once before the first one (retention pruned what preceded it), and over a
+        hole between fragments only when the fragment after it was persisted over
+        6 h ago — as Gazette, so a reader racing a replica's upload after a
+        roll-forward waits instead of skipping bytes.
         """
         at, covered = self._set.longest_overlapping(offset)
         if at == len(self._set):
             return None
         fragment = self._set[at]
-        if not covered and at > 0 and not _may_jump_to(fragment, now_unix):
+        if not covered and not _may_jump_to(fragment, at == 0, now_unix):
             return None  # a hole another replica may still fill: wait, don't skip it
         local = self._local.get(fragment.begin)
         path = local[1] if local and local[0] >= fragment.end else None

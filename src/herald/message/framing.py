@@ -12,7 +12,10 @@ feed-style decoder in the manner of h11: bytes in, events out, no I/O::
 
 Incomplete tails stay buffered until the next ``feed``. A message without a
 UUID decodes with ``uuid=None``; the Sequencer treats it like the zero UUID, as
-committed (gazette-facts §2.2).
+committed (gazette-facts §2.2). Bytes that are not a message at all — an NDJSON
+line that is not a JSON object, a CSV record whose field count differs from the
+journal's — are a `FramingError`, never a message (`decode_errors` says what a
+reader does with them).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ class FramingError(ValueError):
 
     def __init__(self, offset: int, message: str, skipped: int = 0) -> None:
         super().__init__(f"offset {offset}: {message}")
-        self.offset = offset
+        self.offset = self.begin = offset
         self.skipped = skipped
         self.end = offset + skipped
 
@@ -214,6 +217,14 @@ class NDJSONFraming:
         return _NDJSONDecoder(self)
 
 
+def _loads(line: bytes) -> Any:
+    """JSON as Go decodes it: invalid UTF-8 becomes U+FFFD rather than an error."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return orjson.loads(line.decode("utf-8", "replace"))
+
+
 class _NDJSONDecoder(_Buffered):
     def __init__(self, framing: NDJSONFraming) -> None:
         super().__init__()
@@ -251,11 +262,11 @@ class _NDJSONDecoder(_Buffered):
 
     def _slow_uuid(self, line: bytes, begin: int, end: int) -> bytes | None | FramingError:
         try:
-            doc = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return None  # Not JSON: no UUID, committed as is.
+            doc = _loads(line)
+        except orjson.JSONDecodeError as err:
+            return FramingError(begin, f"not valid JSON ({err}): {line[:60]!r}", end - begin)
         if not isinstance(doc, dict):
-            return None
+            return FramingError(begin, f"not a JSON object: {line[:60]!r}", end - begin)
         value = doc.get(self._field)
         if value is None:
             return None
@@ -305,9 +316,14 @@ class CSVFraming:
 
 
 class _CSVDecoder(_Buffered):
+    """Records must all have the field count of the first one decoded (Go's
+    ``encoding/csv`` with ``FieldsPerRecord = 0``, as Gazette's CSV framing); ACK
+    records, which hold only the UUID, are exempt."""
+
     def __init__(self, uuid_column: int) -> None:
         super().__init__()
         self._column = uuid_column
+        self._width = 0
 
     def _scan(self, buf: bytes, base: int) -> tuple[list[Frame | FramingError], int]:
         out: list[Frame | FramingError] = []
@@ -322,6 +338,9 @@ class _CSVDecoder(_Buffered):
             start, quotes = pos, 0
         return out, start
 
+    def _is_ack_shaped(self, fields: list[str]) -> bool:
+        return len(fields) == self._column + 1 and not any(fields[:self._column])
+
     def _record(self, line: bytes, begin: int, end: int) -> Frame | FramingError:
         if line.endswith(b"\r"):
             line = line[:-1]
@@ -330,6 +349,11 @@ class _CSVDecoder(_Buffered):
         except (UnicodeDecodeError, csv.Error) as exc:
             return FramingError(begin, f"bad CSV record: {exc}", end - begin)
         text = fields[self._column] if self._column < len(fields) else ""
+        if not self._is_ack_shaped(fields):
+            self._width = self._width or len(fields)
+            if len(fields) != self._width:
+                return FramingError(begin, f"record has {len(fields)} fields, want {self._width} "
+                                           "(the first record's count)", end - begin)
         if not text:
             return Frame(begin, end, None, line)
         try:

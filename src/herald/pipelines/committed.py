@@ -17,6 +17,7 @@ Blocks on I/O; without ``block`` it stops at the write head read at open.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 from herald.client import BrokerClient, RetryReader
@@ -24,13 +25,17 @@ from herald.message import (
     ACK_TXN,
     Envelope,
     Framing,
+    FramingError,
     NDJSONFraming,
     QueueOutcome,
     Sequencer,
     framing_for,
 )
+from herald.message.decode_errors import DecodeErrors
 
 __all__ = ["is_ack", "read_committed", "read_uncommitted"]
+
+log = logging.getLogger(__name__)
 
 
 def is_ack(env: Envelope) -> bool:
@@ -39,28 +44,36 @@ def is_ack(env: Envelope) -> bool:
 
 
 def read_uncommitted(client: BrokerClient, journal: str, framing: Framing, begin: int = 0,
-                     end: int = 0, block: bool = False) -> Iterator[Envelope]:
-    """Every framed message of ``journal`` from ``begin`` (to ``end``, 0 = head)."""
+                     end: int = 0, block: bool = False,
+                     errors: DecodeErrors | None = None) -> Iterator[Envelope]:
+    """Every framed message of ``journal`` from ``begin`` (to ``end``, 0 = head).
+    Undecodable bytes raise `MessageDecodeError`, or are skipped and counted in
+    ``errors`` when its policy is SKIP."""
+    errors = errors or DecodeErrors(journal)
     decoder = framing.decoder()
     reader = RetryReader(client, journal, begin, block=block, end_offset=end)
     with reader:
         for offset, chunk in reader:
             for frame in decoder.feed(chunk, offset):
-                if isinstance(frame, Exception):
-                    continue  # a framing error: skipped bytes, as Gazette's readers do.
+                if isinstance(frame, FramingError):
+                    errors.handle(frame)
+                    log.warning("journal=%s offset=%d skipped an undecodable message (%d so far): %s",
+                                journal, frame.offset, errors.skipped, frame)
+                    continue
                 yield Envelope(journal, frame.begin, frame.end, frame.uuid, frame.value)
 
 
 def read_committed(client: BrokerClient, journal: str, framing: Framing | None = None,
-                   block: bool = False) -> Iterator[Envelope]:
+                   block: bool = False, errors: DecodeErrors | None = None) -> Iterator[Envelope]:
     """Committed messages (and ACKs) of ``journal``, each exactly once ([I-SEQ-1])."""
     framing = framing or _framing_of(client, journal)
+    errors = errors or DecodeErrors(journal)
     seq = Sequencer()
-    for env in read_uncommitted(client, journal, framing, block=block):
+    for env in read_uncommitted(client, journal, framing, block=block, errors=errors):
         outcome = seq.queue_uncommitted(env)
         if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
             name, begin, end = seq.replay_range()
-            seq.start_replay(read_uncommitted(client, name, framing, begin, end))
+            seq.start_replay(read_uncommitted(client, name, framing, begin, end, errors=errors))
         while seq.step():
             yield seq.dequeued  # type: ignore[misc]
 

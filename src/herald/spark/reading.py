@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from herald.message import ACK_TXN, Envelope, Frame, Framing, FramingError, QueueOutcome, Sequencer
 from herald.message.columnar import scan_ndjson
+from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming
 from herald.spark.rows import columns_batch
 
@@ -65,14 +66,21 @@ def plan_pieces(client: BrokerClient, journal: str) -> list[Piece]:
     return pieces
 
 
-def _decode(chunks: Iterator[tuple[int, bytes]], framing: Framing, journal: str) -> Iterator[Frame]:
+def _decode(chunks: Iterator[tuple[int, bytes]], framing: Framing, errors: DecodeErrors) -> Iterator[Frame]:
     decoder = framing.decoder()
     for offset, chunk in chunks:
         for event in decoder.feed(chunk, offset):
             if isinstance(event, FramingError):
-                log.warning("journal=%s skipping undecodable bytes: %s", journal, event)
+                on_decode_error(errors, event)
                 continue
             yield event
+
+
+def on_decode_error(errors: DecodeErrors, error: FramingError) -> None:
+    """Raise (option ``onDecodeError=fail``, the default) or log and count the skip."""
+    errors.handle(error)
+    log.warning("journal=%s offset=%d skipped an undecodable message (%d in this task): %s",
+                errors.journal, error.offset, errors.skipped, error)
 
 
 def piece_chunks(client: BrokerClient, piece: Piece) -> Iterator[tuple[int, bytes]]:
@@ -86,7 +94,7 @@ def piece_chunks(client: BrokerClient, piece: Piece) -> Iterator[tuple[int, byte
 
 
 def scan_batches(chunks: Iterator[tuple[int, bytes]], journal: str, framing: NDJSONFraming,
-                 block_bytes: int = SCAN_BLOCK_BYTES) -> Iterator[pa.RecordBatch]:
+                 errors: DecodeErrors, block_bytes: int = SCAN_BLOCK_BYTES) -> Iterator[pa.RecordBatch]:
     """Read-uncommitted NDJSON pieces as Arrow batches, scanned a block at a time
     with numpy (`herald.message.columnar`): no Python object per message."""
     parts: list[bytes] = []
@@ -98,14 +106,14 @@ def scan_batches(chunks: Iterator[tuple[int, bytes]], journal: str, framing: NDJ
         if size >= block_bytes:
             buf = b"".join(parts)
             cols, used = scan_ndjson(buf, base, framing)
-            _log_errors(journal, cols.errors)
+            _log_errors(errors, cols.errors)
             if len(cols):
                 yield columns_batch(journal, cols)
             parts, size, base = [buf[used:]], len(buf) - used, base + used
     buf = b"".join(parts)
     if buf:
         cols, used = scan_ndjson(buf, base, framing)
-        _log_errors(journal, cols.errors)
+        _log_errors(errors, cols.errors)
         if len(cols):
             yield columns_batch(journal, cols)
         if used < len(buf):  # pieces end on append boundaries; this is a torn message
@@ -113,19 +121,20 @@ def scan_batches(chunks: Iterator[tuple[int, bytes]], journal: str, framing: NDJ
                         journal, len(buf) - used, base + used)
 
 
-def _log_errors(journal: str, errors) -> None:
-    for error in errors:
-        log.warning("journal=%s skipping undecodable bytes: %s", journal, error)
+def _log_errors(errors: DecodeErrors, found) -> None:
+    for error in found:
+        on_decode_error(errors, error)
 
 
-def decode_fragment(piece: Piece, framing: Framing) -> Iterator[Frame]:
+def decode_fragment(piece: Piece, framing: Framing, errors: DecodeErrors) -> Iterator[Frame]:
     """Messages of a persisted piece, read from its store (no broker involved)."""
     assert piece.fragment is not None
     chunks = read_fragment(piece.fragment)
-    yield from _decode(slice_chunks(chunks, piece.fragment.fragment.begin, piece.begin, piece.end), framing, piece.journal)
+    yield from _decode(slice_chunks(chunks, piece.fragment.fragment.begin, piece.begin, piece.end), framing, errors)
 
 
-def decode_range(client: BrokerClient, journal: str, framing: Framing, begin: int, end: int) -> Iterator[Frame]:
+def decode_range(client: BrokerClient, journal: str, framing: Framing, begin: int, end: int,
+                 errors: DecodeErrors) -> Iterator[Frame]:
     """Messages that *begin* in ``[begin, end)``, ``begin`` being a message
     boundary. ``end`` may fall inside a message (a byte budget cut it there): that
     message is read to its end, so the next range starts after it (the caller
@@ -136,7 +145,7 @@ def decode_range(client: BrokerClient, journal: str, framing: Framing, begin: in
         for offset, chunk in reader:
             for event in decoder.feed(chunk, offset):
                 if isinstance(event, FramingError):
-                    log.warning("journal=%s skipping undecodable bytes: %s", journal, event)
+                    on_decode_error(errors, event)
                 else:
                     yield event
     if not decoder.buffered:
@@ -171,11 +180,12 @@ def sequence_committed(frames: Iterator[Frame], journal: str, seq: Sequencer,
                 yield env, frame
 
 
-def replayer(client: BrokerClient, journal: str, framing: Framing) -> Callable[[int, int], Iterator[Envelope]]:
+def replayer(client: BrokerClient, journal: str, framing: Framing,
+             errors: DecodeErrors) -> Callable[[int, int], Iterator[Envelope]]:
     """Read-uncommitted envelopes of ``[begin, end)`` (read offload on)."""
 
     def replay(begin: int, end: int) -> Iterator[Envelope]:
-        for f in decode_range(client, journal, framing, begin, end):
+        for f in decode_range(client, journal, framing, begin, end, errors):
             yield Envelope(journal, f.begin, f.end, f.uuid, f.value)
 
     return replay

@@ -24,6 +24,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from herald.client import BrokerClient
 from herald.message import Checkpoint, Sequencer, duration_to_clock, framing_for
+from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming
 from herald.protocol.labels import CONTENT_TYPE
 from herald.spark.options import SourceOptions
@@ -96,7 +97,7 @@ class BatchReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         """Driver: list journals and their fragments once."""
-        with BrokerClient(self.opts.broker) as client:
+        with self.opts.client() as client:
             parts: list[InputPartition] = []
             for journal, content_type in sorted(_content_types(client, self.opts.selector).items()):
                 pieces = tuple(plan_pieces(client, journal))
@@ -113,18 +114,19 @@ class BatchReader(DataSourceReader):
             return
         framing = framing_for(part.content_type, part.opts.uuid_field)
         journal = part.pieces[0].journal
+        errors = part.opts.decode_errors(journal)
         if not part.opts.committed and isinstance(framing, NDJSONFraming):
-            with BrokerClient(part.opts.broker) as client:
+            with part.opts.client() as client:
                 for piece in part.pieces:  # the bulk path: numpy scan, no object per message
-                    yield from scan_batches(piece_chunks(client, piece), journal, framing)
+                    yield from scan_batches(piece_chunks(client, piece), journal, framing, errors)
             return
         rows = RowBuffer(journal)
-        with BrokerClient(part.opts.broker) as client:
-            frames = (f for piece in part.pieces for f in _piece_frames(client, piece, framing))
+        with part.opts.client() as client:
+            frames = (f for piece in part.pieces for f in _piece_frames(client, piece, framing, errors))
             if part.opts.committed:
                 seq = Sequencer(ring_size=part.opts.ring_size)
                 emitted = (env for env, _ in sequence_committed(
-                    frames, journal, seq, replayer(client, journal, framing), part.opts.include_acks))
+                    frames, journal, seq, replayer(client, journal, framing, errors), part.opts.include_acks))
                 for env in emitted:
                     if (batch := rows.add(env.begin, env.end, env.uuid, env.value)) is not None:
                         yield batch
@@ -136,10 +138,10 @@ class BatchReader(DataSourceReader):
             yield batch
 
 
-def _piece_frames(client: BrokerClient, piece: Piece, framing: object) -> Iterator:
+def _piece_frames(client: BrokerClient, piece: Piece, framing: object, errors: DecodeErrors) -> Iterator:
     if piece.fragment is not None:
-        return decode_fragment(piece, framing)  # type: ignore[arg-type]
-    return decode_range(client, piece.journal, framing, piece.begin, piece.end)  # type: ignore[arg-type]
+        return decode_fragment(piece, framing, errors)  # type: ignore[arg-type]
+    return decode_range(client, piece.journal, framing, piece.begin, piece.end, errors)  # type: ignore[arg-type]
 
 
 # -- streaming -----------------------------------------------------------------------------
@@ -167,7 +169,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[str, int] | None = None  # availableNow: heads at start.
 
     def _heads(self) -> dict[str, int]:
-        with BrokerClient(self.opts.broker) as client:
+        with self.opts.client() as client:
             self._content_types = _content_types(client, self.opts.selector)
             return {j: client.write_head(j) for j in self._content_types}
 
@@ -258,11 +260,13 @@ def read_slice(s: StreamSlice) -> Iterator[pa.RecordBatch]:
     rows = RowBuffer(s.journal)
     resume = max(snap.resume, s.start)
     seq = Sequencer.from_checkpoint(snap.checkpoint, s.opts.ring_size)
-    with BrokerClient(s.opts.broker) as client:
-        frames = _tracked(decode_range(client, s.journal, framing, resume, s.end) if resume < s.end else iter(()))
+    errors = s.opts.decode_errors(s.journal)
+    with s.opts.client() as client:
+        frames = _tracked(decode_range(client, s.journal, framing, resume, s.end, errors)
+                          if resume < s.end else iter(()))
         if s.opts.committed:
             out = ((e.begin, e.end, e.uuid, e.value) for e, _ in sequence_committed(
-                frames, s.journal, seq, replayer(client, s.journal, framing), s.opts.include_acks))
+                frames, s.journal, seq, replayer(client, s.journal, framing, errors), s.opts.include_acks))
         else:
             out = ((f.begin, f.end, f.uuid, f.value) for f in frames)
         for row in out:
