@@ -36,7 +36,7 @@ def framed_messages(count: int = 1000) -> list[bytes]:
 def publish_herald(url: str, journal: str, messages: int, bodies: list[bytes]) -> dict[str, float]:
     """Publish ``messages`` committed messages and flush; rates over the whole span."""
     from herald.client import AppendService, BrokerClient
-    from herald.pipelines.publisher import Publisher
+    from herald.client.publisher import Publisher
 
     with BrokerClient(url) as client, AppendService(client) as service:
         publisher = Publisher(service, journals=[journal])

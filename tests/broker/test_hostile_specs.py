@@ -11,7 +11,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from herald.testing import apply_specs, journal_spec, seed_journal
+from herald.testing import journal_spec, seed_journal
 
 NAME = "hostile/journal"
 

@@ -13,7 +13,7 @@ import pytest
 from s3_helpers import fragments, wait_persisted
 
 from herald.client import BrokerClient, RetryReader
-from herald.pipelines.committed import read_committed
+from herald.client.committed import read_committed
 from herald.protocol.errors import HeraldError, Status
 from herald.testing import BrokerProcess, apply_specs, journal_spec
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from herald.message.decode_errors import DecodeErrors, MessageDecodeError, OnDecodeError
-from herald.pipelines.committed import read_committed
+from herald.client.committed import read_committed
 from herald.testing import apply_specs, journal_spec
 
 GOOD = b'{"n": 1}\n'

@@ -69,13 +69,13 @@ class Driver:
 def _resend(client, rnd: random.Random, n: int) -> None:
     """Retries of ``n`` random earlier events (same body), straddling the crashes."""
     keys = [k for k, _, _ in committed_keys(client, "prefix=events/", "messageId")]
-    from herald.pipelines.publisher import map_key
+    from herald.message import modulo_mapping
 
     names = [i.name for i in client.list("prefix=events/")]
     for key in rnd.sample(keys, n):
         body = orjson.dumps({"messageId": key, "anonymousId": "retry", "timestamp": "2017-06-26T14:38:23.264Z",
                              "type": "track"})
-        client.append(map_key("modulo", key.encode(), names, None), body + b"\n")
+        client.append(modulo_mapping(key.encode(), names), body + b"\n")
 
 
 def test_kill_9_of_the_dedupe_driver_loses_and_duplicates_nothing(broker, client, journals, tmp_path):

@@ -12,7 +12,7 @@ from herald.client import AppendService
 from herald.message import Clock, NDJSONFraming, ProducerID, PublisherCore
 from herald.pipelines.audit import audit, committed_keys
 from herald.pipelines.generate import GeneratorSettings, generate, plan_events
-from herald.pipelines.publisher import map_key
+from herald.message import mapping_by_name, modulo_mapping
 
 NDJSON = NDJSONFraming()
 
@@ -46,7 +46,7 @@ def test_generated_copies_of_an_event_share_a_journal_under_modulo_mapping(clien
             where.setdefault(k, set()).add(info.name)
     assert len(where) == 2000
     assert all(len(names) == 1 for names in where.values())
-    assert all(names == {map_key("modulo", k.encode(), inputs, None)} for k, names in where.items())
+    assert all(names == {modulo_mapping(k.encode(), inputs)} for k, names in where.items())
 
 
 def _publish_txn(service: AppendService, core: PublisherCore, items: list[tuple[str, bytes]],
@@ -77,7 +77,7 @@ def test_audit_counts_exactly_duplicates_missing_and_rolled_back_output(client, 
     core = PublisherCore(ProducerID.new(os.urandom(6)), Clock.from_unix_ns(1_700_000_000 * 10**9))
     with AppendService(client) as service:
         def out(k: str) -> tuple[str, bytes]:
-            return map_key("modulo", k.encode(), outputs, None), orjson.dumps({"messageId": k})
+            return modulo_mapping(k.encode(), outputs), orjson.dumps({"messageId": k})
 
         committed = _publish_txn(service, core, [out(k) for k in keys[5:]])  # keys[:5] are missing.
         _publish_txn(service, core, [out(k) for k in keys[:10]], commit=False)
@@ -96,5 +96,5 @@ def test_audit_counts_exactly_duplicates_missing_and_rolled_back_output(client, 
 @pytest.mark.parametrize("mapping", ["modulo", "rendezvous"])
 def test_mappings_spread_keys_over_all_partitions(mapping):
     names = [f"events/part-{i:03d}" for i in range(4)]
-    hits = Counter(map_key(mapping, f"ajs-{i}".encode(), names, None) for i in range(4000))
+    hits = Counter(mapping_by_name(mapping, None)(f"ajs-{i}".encode(), names) for i in range(4000))
     assert set(hits) == set(names) and min(hits.values()) > 500

@@ -7,8 +7,8 @@ from __future__ import annotations
 import orjson
 
 from herald.client import AppendService
-from herald.pipelines.committed import is_ack, read_committed
-from herald.pipelines.publisher import Publisher
+from herald.client.committed import is_ack, read_committed
+from herald.client.publisher import Publisher
 
 
 def committed_ns(client, journal: str) -> list[int]:

@@ -65,22 +65,15 @@ def broker_bytes(client: BrokerClient, journal: str) -> bytes:
 def reference_committed(client: BrokerClient, journal: str) -> list[bytes]:
     """The read-committed values of ``journal`` by the pure Sequencer over one
     broker read: the model every Spark read-committed path must equal."""
-    from herald.message import ACK_TXN, Envelope, QueueOutcome, Sequencer
+    from herald.message import Envelope, Sequencer, sequence
 
     data = broker_bytes(client, journal)
-    frames = [f for f in NDJSON.decoder().feed(data, 0)]
-    by_begin = {f.begin: f for f in frames}
-    seq, out = Sequencer(ring_size=4), []
-    for f in frames:
-        outcome = seq.queue_uncommitted(Envelope(journal, f.begin, f.end, f.uuid, f.value))
-        if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
-            _, lo, hi = seq.replay_range()
-            seq.start_replay(Envelope(journal, g.begin, g.end, g.uuid, g.value)
-                             for b, g in sorted(by_begin.items()) if lo <= b and g.end <= hi)
-        while seq.step():
-            if seq.dequeued.flags != ACK_TXN:
-                out.append(seq.dequeued.value)
-    return out
+    envs = [Envelope(journal, f.begin, f.end, f.uuid, f.value) for f in NDJSON.decoder().feed(data, 0)]
+
+    def replay(_journal: str, lo: int, hi: int) -> list[Envelope]:
+        return [e for e in envs if lo <= e.begin and e.end <= hi]
+
+    return [e.value for e in sequence(envs, Sequencer(ring_size=4), replay, include_acks=False)]
 
 
 def wait_persisted(client: BrokerClient, journal: str, at_least: int, deadline_s: float = 30) -> None:

@@ -37,7 +37,7 @@ from herald.cli.output import OutputFormat, humanize_age, humanize_bytes, print_
 from herald.client import AppendService, BrokerClient, FragmentInfo, JournalInfo, RetryReader, WatchedList
 from herald.keyspace.base import BLIND, Change
 from herald.message.decode_errors import MessageDecodeError
-from herald.message.mapping import NoJournalsError, modulo_mapping, random_mapping, rendezvous_mapping
+from herald.message.mapping import NoJournalsError, mapping_by_name
 from herald.protocol.errors import HeraldError, Status, ValidationError
 from herald.protocol.journal import parse_duration
 from herald.protocol.journalspace import hoist, push_down
@@ -217,7 +217,7 @@ def _read_one(client: BrokerClient, journal: str, offset: int, block: bool, offl
 def _read_committed(client: BrokerClient, journal: str, block: bool, on_decode_error: str) -> None:
     """Decoded committed messages of one journal, one per line [I-SEQ-1]."""
     from herald.message.decode_errors import DecodeErrors, OnDecodeError
-    from herald.pipelines.committed import is_ack, read_committed
+    from herald.client.committed import is_ack, read_committed
 
     out = _stdout()
     errors = DecodeErrors(journal, OnDecodeError.parse(on_decode_error, "--on-decode-error"))
@@ -304,12 +304,8 @@ def keyed_records(lines: Iterator[bytes]) -> Iterator[tuple[bytes, bytes]]:
 
 
 def _mapper(mapping: str, watched: WatchedList) -> Callable[[bytes], str]:
-    rnd = random.Random()
-    if mapping == "modulo":
-        return lambda key: modulo_mapping(key, watched.journals)
-    if mapping == "rendezvous":
-        return lambda key: rendezvous_mapping(key, watched.journals)
-    return lambda key: random_mapping(watched.journals, rnd)
+    choose = mapping_by_name(mapping, random.Random(), "--mapping")
+    return lambda key: choose(key, watched.journals)
 
 
 def _append_lines(client: BrokerClient, watched: WatchedList, mapping: str) -> None:
@@ -348,8 +344,7 @@ def append_command(
     is a record; modulo/rendezvous take each record's key from the line before it."""
     if framing not in ("none", "lines"):
         raise ValidationError("framing", f"must be none or lines ({framing!r})")
-    if mapping not in ("random", "modulo", "rendezvous"):
-        raise ValidationError("mapping", f"must be random, modulo or rendezvous ({mapping!r})")
+    mapping_by_name(mapping, random.Random(), "mapping")  # validates the name
     if framing == "none" and mapping != "random":
         raise ValidationError("mapping", f"--mapping {mapping} needs --framing lines (a key line per record)")
     with _client(broker) as client, WatchedList(client, selector) as watched:
@@ -362,7 +357,7 @@ def append_command(
             return
         content = sys.stdin.buffer.read()
         if content:
-            result = client.append(random_mapping(watched.journals, random.Random()), content)
+            result = client.append(mapping_by_name("random", random.Random())(b"", watched.journals), content)
             log.info("appended begin=%d end=%d", result.begin, result.end)
 
 

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple, Protocol
 import orjson
 
 from herald.message.uuid import uuid_from_str
+from herald.protocol.labels import CONTENT_TYPE, LabelSet
 
 __all__ = [
     "CSVFraming",
@@ -42,6 +43,7 @@ __all__ = [
     "NDJSONFraming",
     "ack_body",
     "framing_for",
+    "framing_for_labels",
 ]
 
 FIXED_MAGIC = b"\x66\x33\x93\x36"
@@ -438,6 +440,11 @@ def framing_for(content_type: str, uuid_field: str = "UUID", uuid_column: int = 
     if base == FixedFraming.content_type:
         return FixedFraming()
     raise ValueError(f"content-type: no framing for {content_type!r}")
+
+
+def framing_for_labels(labels: LabelSet, uuid_field: str = "UUID") -> Framing:
+    """The framing a journal's labels ask for: its ``content-type``, NDJSON if none."""
+    return framing_for(labels.value_of(CONTENT_TYPE) or NDJSONFraming.content_type, uuid_field)
 
 
 def ack_body(framing: Framing) -> Any:

@@ -9,13 +9,21 @@ for a fixed set. Randomness is an argument (``rnd``) to keep this pure.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
+
+from herald.protocol.errors import ValidationError
 
 if TYPE_CHECKING:
     import random
 
-__all__ = ["NoJournalsError", "fnv1a32", "modulo_mapping", "random_mapping", "rendezvous_mapping"]
+__all__ = ["MAPPINGS", "Mapping", "NoJournalsError", "fnv1a32", "mapping_by_name", "modulo_mapping",
+           "random_mapping", "rendezvous_mapping"]
+
+#: The mapping names a publisher, the Spark sink and ``journals append`` accept.
+MAPPINGS = ("modulo", "rendezvous", "random")
+#: ``(key, journals) -> journal``.
+Mapping = Callable[[bytes, Sequence[str]], str]
 
 _FNV_OFFSET = 0x811C9DC5
 _FNV_PRIME = 0x01000193
@@ -76,3 +84,16 @@ def random_mapping(journals: Sequence[str], rnd: random.Random) -> str:
     if not journals:
         raise NoJournalsError()
     return journals[rnd.randrange(len(journals))]
+
+
+def mapping_by_name(name: str, rnd: random.Random, field: str = "mapping") -> Mapping:
+    """The mapping called ``name`` (one of `MAPPINGS`) as ``(key, journals) -> journal``;
+    ``random`` ignores the key and draws from ``rnd``. Raises ValidationError naming
+    ``field`` for any other name."""
+    if name == "modulo":
+        return modulo_mapping
+    if name == "rendezvous":
+        return rendezvous_mapping
+    if name == "random":
+        return lambda _key, journals: random_mapping(journals, rnd)
+    raise ValidationError(field, f"must be one of {', '.join(MAPPINGS)} ({name!r})")

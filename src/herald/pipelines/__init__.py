@@ -3,8 +3,9 @@
 It owns the de-duplication pipeline of Segment's blog (`dedupe`: Spark +
 RocksDB state + the exactly-once sink, with its skew guard and size bound in
 `control` and metrics in `metrics`), the synthetic event generator
-(`generate`, publishing through the I/O `Publisher` of `publisher`), the audit
-(`audit`, reading journals read-committed with `committed`). Only `dedupe`,
+(`generate`, publishing through `herald.client.Publisher`) and the audit
+(`audit`, reading journals with `herald.client.read_committed`). Jobs only:
+the client-side pieces they share live in `herald.client`. Only `dedupe`,
 `control` and `metrics` import pyspark.
 
     >>> from herald.pipelines.generate import GeneratorSettings, plan_events
@@ -13,22 +14,18 @@ RocksDB state + the exactly-once sink, with its skew guard and size bound in
 """
 
 from herald.pipelines.audit import AuditReport, audit
-from herald.pipelines.committed import read_committed
 from herald.pipelines.generate import (
     GeneratorSettings,
     GeneratorStats,
     generate,
     plan_events,
 )
-from herald.pipelines.publisher import Publisher
 
 __all__ = [
     "AuditReport",
     "GeneratorSettings",
     "GeneratorStats",
-    "Publisher",
     "audit",
     "generate",
     "plan_events",
-    "read_committed",
 ]

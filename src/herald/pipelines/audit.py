@@ -23,7 +23,7 @@ import orjson
 
 from herald.client import BrokerClient
 from herald.message import Envelope, clock_to_unix_ns
-from herald.pipelines.committed import is_ack, read_committed
+from herald.client.committed import is_ack, read_committed
 
 __all__ = ["AuditReport", "audit", "committed_keys"]
 

@@ -44,7 +44,7 @@ from typing import Any
 from herald.pipelines.control import FORMAT as CONTROL_FORMAT
 from herald.pipelines.control import Boost, ControlSource, read_boost, write_boost
 from herald.pipelines.metrics import DedupeMonitor, DedupeSummary
-from herald.pipelines.publisher import MAPPINGS
+from herald.message import MAPPINGS
 from herald.protocol.errors import ValidationError
 from herald.protocol.journal import parse_duration
 

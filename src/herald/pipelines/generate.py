@@ -28,7 +28,8 @@ from datetime import UTC, datetime
 import orjson
 
 from herald.client import AppendService, BrokerClient, WatchedList
-from herald.pipelines.publisher import MAPPINGS, Publisher
+from herald.message import MAPPINGS
+from herald.client.publisher import Publisher
 from herald.protocol.errors import ValidationError
 
 __all__ = ["GeneratorSettings", "GeneratorStats", "PlannedEvent", "generate", "plan_events"]

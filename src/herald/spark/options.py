@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from herald.client import BrokerClient, ClientSecurity
+from herald.message import MAPPINGS
 from herald.message.decode_errors import DecodeErrors, OnDecodeError
 from herald.protocol.errors import ValidationError
 from herald.protocol.labels import LabelSelector
@@ -21,7 +22,6 @@ from herald.protocol.labels import LabelSelector
 __all__ = ["SourceOptions"]
 
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
-_MAPPINGS = ("modulo", "rendezvous", "random")
 
 
 def _get(options: Mapping[str, str], name: str, default: str | None = None) -> str | None:
@@ -98,8 +98,8 @@ class SourceOptions:
         selector = _get(options, "selector", "") or ""
         LabelSelector.parse(selector)  # Raises ValidationError naming the bad part.
         mapping = (_get(options, "mapping", "modulo") or "modulo").lower()
-        if mapping not in _MAPPINGS:
-            raise ValidationError("mapping", f"want one of {', '.join(_MAPPINGS)}, got {mapping!r}")
+        if mapping not in MAPPINGS:
+            raise ValidationError("mapping", f"want one of {', '.join(MAPPINGS)}, got {mapping!r}")
         state = _get(options, "stateLocation") or _get(options, "checkpointLocation") or ""
         if state.startswith("file:"):
             state = state[5:].lstrip("/")

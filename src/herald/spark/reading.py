@@ -12,20 +12,20 @@ message boundary and decodes on its own.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from herald.client import BrokerClient, FragmentInfo, RetryReader, read_fragment, slice_chunks
 import pyarrow as pa
 
-from herald.message import ACK_TXN, Envelope, Frame, Framing, FramingError, QueueOutcome, Sequencer
+from herald.message import Envelope, Frame, Framing, FramingError, Replay
 from herald.message.columnar import scan_ndjson
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming
 from herald.spark.rows import columns_batch
 
 __all__ = ["Piece", "decode_fragment", "decode_range", "piece_chunks", "plan_pieces", "replayer",
-           "scan_batches", "sequence_committed"]
+           "scan_batches"]
 
 log = logging.getLogger(__name__)
 SIGNATURE_TTL_S = 3600.0
@@ -160,31 +160,10 @@ def decode_range(client: BrokerClient, journal: str, framing: Framing, begin: in
     log.warning("journal=%s a message straddling offset %d has no end (content pruned?)", journal, end)
 
 
-def sequence_committed(frames: Iterator[Frame], journal: str, seq: Sequencer,
-                       replay: Callable[[int, int], Iterator[Envelope]],
-                       include_acks: bool = False) -> Iterator[tuple[Envelope, Frame]]:
-    """Drive ``seq`` over read-uncommitted ``frames``, yielding committed envelopes
-    (with the frame that caused them) exactly once [I-SEQ-1]. An ACK whose span
-    begins before what the ring holds (e.g. before this task's first offset)
-    replays ``[span begin, ring start)`` through ``replay`` — Gazette's recovery."""
-    for frame in frames:
-        outcome = seq.queue_uncommitted(Envelope(journal, frame.begin, frame.end, frame.uuid, frame.value))
-        if not outcome.is_commit:
-            continue
-        if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
-            _, begin, end = seq.replay_range()
-            seq.start_replay(replay(begin, end))
-        while seq.step():
-            env = seq.dequeued
-            if include_acks or env.uuid is None or env.flags != ACK_TXN:
-                yield env, frame
+def replayer(client: BrokerClient, framing: Framing, errors: DecodeErrors) -> Replay:
+    """Read-uncommitted envelopes of a journal's ``[begin, end)`` (read offload on)."""
 
-
-def replayer(client: BrokerClient, journal: str, framing: Framing,
-             errors: DecodeErrors) -> Callable[[int, int], Iterator[Envelope]]:
-    """Read-uncommitted envelopes of ``[begin, end)`` (read offload on)."""
-
-    def replay(begin: int, end: int) -> Iterator[Envelope]:
+    def replay(journal: str, begin: int, end: int) -> Iterator[Envelope]:
         for f in decode_range(client, journal, framing, begin, end, errors):
             yield Envelope(journal, f.begin, f.end, f.uuid, f.value)
 

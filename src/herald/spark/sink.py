@@ -48,13 +48,11 @@ from herald.message import (
     ProducerID,
     PublisherCore,
     build_uuid,
-    framing_for,
-    modulo_mapping,
-    random_mapping,
-    rendezvous_mapping,
+    framing_for_labels,
+    mapping_by_name,
 )
 from herald.protocol.errors import ValidationError
-from herald.protocol.labels import CONTENT_TYPE
+from herald.protocol.labels import LabelSet
 from herald.spark.options import SourceOptions
 from herald.spark.state import atomic_write
 
@@ -64,7 +62,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-DEFAULT_CONTENT_TYPE = "application/x-ndjson"
 
 
 @dataclass
@@ -100,17 +97,14 @@ class _Journals:
         if not infos:
             raise ValidationError("selector", f"{opts.selector!r} matches no journals to write to")
         self.names = [i.name for i in infos]
-        self.framings = {i.name: framing_for(i.spec.labels.value_of(CONTENT_TYPE) or DEFAULT_CONTENT_TYPE,
-                                             opts.uuid_field) for i in infos}
-        self.mapping = opts.mapping
+        self.framings = {i.name: framing_for_labels(i.spec.labels, opts.uuid_field) for i in infos}
         self.rnd = random.Random(seed)
+        self._map = mapping_by_name(opts.mapping, self.rnd)
+        self._random = mapping_by_name("random", self.rnd)
 
     def pick(self, key: bytes | None) -> str:
-        if key is None or self.mapping == "random":
-            return random_mapping(self.names, self.rnd)
-        if self.mapping == "rendezvous":
-            return rendezvous_mapping(key, self.names)
-        return modulo_mapping(key, self.names)
+        """The journal for ``key``; rows without a key go to a random journal."""
+        return (self._random if key is None else self._map)(key or b"", self.names)
 
 
 def _as_bytes(column: pa.Array | None, n: int) -> list[bytes | None]:
@@ -252,8 +246,7 @@ def _fence_ack(client: BrokerClient, journal: str, token: str, opts: SourceOptio
     """An ACK of a producer that publishes nothing else: a harmless byte to carry
     a register change to a journal without recorded intents."""
     infos = client.list(f"name={journal}")
-    content_type = (infos[0].spec.labels.value_of(CONTENT_TYPE) if infos else None) or DEFAULT_CONTENT_TYPE
-    framing = framing_for(content_type, opts.uuid_field)
+    framing = framing_for_labels(infos[0].spec.labels if infos else LabelSet(), opts.uuid_field)
     producer = ProducerID.new(bytes.fromhex(token)[:6])
     return framing.encode(framing.ack_body(), build_uuid(producer, Clock.from_unix_ns(time.time_ns()).tick(), ACK_TXN))
 

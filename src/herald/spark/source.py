@@ -23,13 +23,13 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxBytes, SupportsTriggerAvailableNow
 
 from herald.client import BrokerClient
-from herald.message import Checkpoint, Sequencer, duration_to_clock, framing_for
+from herald.message import Checkpoint, Envelope, Sequencer, duration_to_clock, framing_for, sequence
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming
 from herald.protocol.labels import CONTENT_TYPE
 from herald.spark.options import SourceOptions
 from herald.spark.reading import (Piece, decode_fragment, decode_range, piece_chunks, plan_pieces, replayer,
-                                  scan_batches, sequence_committed)
+                                  scan_batches)
 from herald.spark.rows import SPARK_SCHEMA, RowBuffer
 from herald.spark.state import Snapshot, SnapshotStore
 
@@ -125,8 +125,8 @@ class BatchReader(DataSourceReader):
             frames = (f for piece in part.pieces for f in _piece_frames(client, piece, framing, errors))
             if part.opts.committed:
                 seq = Sequencer(ring_size=part.opts.ring_size)
-                emitted = (env for env, _ in sequence_committed(
-                    frames, journal, seq, replayer(client, journal, framing, errors), part.opts.include_acks))
+                envelopes = (Envelope(journal, f.begin, f.end, f.uuid, f.value) for f in frames)
+                emitted = sequence(envelopes, seq, replayer(client, framing, errors), part.opts.include_acks)
                 for env in emitted:
                     if (batch := rows.add(env.begin, env.end, env.uuid, env.value)) is not None:
                         yield batch
@@ -265,8 +265,9 @@ def read_slice(s: StreamSlice) -> Iterator[pa.RecordBatch]:
         frames = _tracked(decode_range(client, s.journal, framing, resume, s.end, errors)
                           if resume < s.end else iter(()))
         if s.opts.committed:
-            out = ((e.begin, e.end, e.uuid, e.value) for e, _ in sequence_committed(
-                frames, s.journal, seq, replayer(client, s.journal, framing, errors), s.opts.include_acks))
+            envelopes = (Envelope(s.journal, f.begin, f.end, f.uuid, f.value) for f in frames)
+            out = ((e.begin, e.end, e.uuid, e.value) for e in sequence(
+                envelopes, seq, replayer(client, framing, errors), s.opts.include_acks))
         else:
             out = ((f.begin, f.end, f.uuid, f.value) for f in frames)
         for row in out:

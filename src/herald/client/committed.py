@@ -20,27 +20,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from herald.client import BrokerClient, RetryReader
-from herald.message import (
-    ACK_TXN,
-    Envelope,
-    Framing,
-    FramingError,
-    NDJSONFraming,
-    QueueOutcome,
-    Sequencer,
-    framing_for,
-)
+from herald.client.broker import BrokerClient
+from herald.client.retry import RetryReader
+from herald.message import Envelope, Framing, FramingError, NDJSONFraming, Sequencer, framing_for_labels
 from herald.message.decode_errors import DecodeErrors
+from herald.message.sequencing import is_ack, sequence
 
 __all__ = ["is_ack", "read_committed", "read_uncommitted"]
 
 log = logging.getLogger(__name__)
-
-
-def is_ack(env: Envelope) -> bool:
-    """True for an ACK_TXN message (it carries no event)."""
-    return env.uuid is not None and env.flags == ACK_TXN
 
 
 def read_uncommitted(client: BrokerClient, journal: str, framing: Framing, begin: int = 0,
@@ -68,18 +56,14 @@ def read_committed(client: BrokerClient, journal: str, framing: Framing | None =
     """Committed messages (and ACKs) of ``journal``, each exactly once ([I-SEQ-1])."""
     framing = framing or _framing_of(client, journal)
     errors = errors or DecodeErrors(journal)
-    seq = Sequencer()
-    for env in read_uncommitted(client, journal, framing, block=block, errors=errors):
-        outcome = seq.queue_uncommitted(env)
-        if outcome is QueueOutcome.ACK_COMMIT_REPLAY:
-            name, begin, end = seq.replay_range()
-            seq.start_replay(read_uncommitted(client, name, framing, begin, end, errors=errors))
-        while seq.step():
-            yield seq.dequeued  # type: ignore[misc]
+
+    def replay(name: str, begin: int, end: int) -> Iterator[Envelope]:
+        return read_uncommitted(client, name, framing, begin, end, errors=errors)
+
+    yield from sequence(read_uncommitted(client, journal, framing, block=block, errors=errors),
+                        Sequencer(), replay)
 
 
 def _framing_of(client: BrokerClient, journal: str) -> Framing:
     infos = client.list(f"name={journal}")
-    if not infos:
-        return NDJSONFraming()
-    return framing_for(infos[0].spec.labels.value_of("content-type") or NDJSONFraming.content_type)
+    return framing_for_labels(infos[0].spec.labels) if infos else NDJSONFraming()

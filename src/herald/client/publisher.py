@@ -29,7 +29,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from herald.client import AppendService, JournalInfo, WatchedList
+from herald.client.append import AppendService
+from herald.client.models import JournalInfo
+from herald.client.watch import WatchedList
 from herald.message import (
     AckIntent,
     Clock,
@@ -37,35 +39,15 @@ from herald.message import (
     NDJSONFraming,
     ProducerID,
     PublisherCore,
-    framing_for,
-    modulo_mapping,
-    random_mapping,
-    rendezvous_mapping,
+    framing_for_labels,
+    mapping_by_name,
 )
-from herald.protocol.errors import ValidationError
 
-__all__ = ["MAPPINGS", "Publisher", "map_key"]
-
-MAPPINGS = ("modulo", "rendezvous", "random")
-
-
-def map_key(mapping: str, key: bytes, journals: Sequence[str], rnd: random.Random) -> str:
-    """The journal of ``journals`` (sorted names) that ``key`` maps to."""
-    if mapping == "modulo":
-        return modulo_mapping(key, journals)
-    if mapping == "rendezvous":
-        return rendezvous_mapping(key, journals)
-    if mapping == "random":
-        return random_mapping(journals, rnd)
-    raise ValidationError("mapping", f"must be one of {', '.join(MAPPINGS)} ({mapping!r})")
+__all__ = ["Publisher"]
 
 
 def _framings(infos: Sequence[JournalInfo]) -> dict[str, Framing]:
-    out: dict[str, Framing] = {}
-    for info in infos:
-        content_type = info.spec.labels.value_of("content-type") or NDJSONFraming.content_type
-        out[info.name] = framing_for(content_type)
-    return out
+    return {info.name: framing_for_labels(info.spec.labels) for info in infos}
 
 
 class Publisher:
@@ -79,11 +61,10 @@ class Publisher:
     def __init__(self, service: AppendService, journals: WatchedList | Sequence[JournalInfo] | Sequence[str],
                  mapping: str = "modulo", producer: bytes | None = None,
                  now_ns: Callable[[], int] = time.time_ns, rnd: random.Random | None = None) -> None:
-        if mapping not in MAPPINGS:
-            raise ValidationError("mapping", f"must be one of {', '.join(MAPPINGS)} ({mapping!r})")
+        self._rnd = rnd or random.Random()
+        self._map = mapping_by_name(mapping, self._rnd)
         self.service, self.mapping, self.now_ns = service, mapping, now_ns
         self.core = PublisherCore(producer or ProducerID.new(os.urandom(6)), Clock.from_unix_ns(now_ns()))
-        self._rnd = rnd or random.Random()
         self._source = journals
         self._names: list[str] = []
         self._framings: Mapping[str, Framing] = {}
@@ -111,7 +92,7 @@ class Publisher:
     def journal_for(self, key: bytes) -> str:
         """The journal ``key`` maps to now. Raises NoJournalsError on an empty list."""
         names, _ = self._partitions()
-        return map_key(self.mapping, key, names, self._rnd)
+        return self._map(key, names)
 
     def publish_committed(self, key: bytes, body: Any) -> Future:
         """Publish ``body`` (a dict or JSON-object bytes for NDJSON) under ``key``'s
