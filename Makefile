@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.herald-installed
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-fast bench clean system-deps
+.PHONY: install demo lint test test-fast bench clean system-deps
 
 install: $(STAMP)
 
@@ -28,7 +28,12 @@ system-deps:
 demo: install
 	$(BIN)/python -m herald.demo
 
-test: install
+# Lint and types are part of the test run (settings in pyproject.toml).
+lint: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+
+test: install lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: install

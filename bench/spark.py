@@ -107,7 +107,8 @@ def _fill_read_journal(url: str, journal: str, rows: int, scratch: Path) -> Path
         for n, info in enumerate(client.fragments(journal)):
             frag = info.fragment
             with open(text_dir / f"part-{n:04d}.json", "wb") as out:
-                out.writelines(chunk for _, chunk in RetryReader(client, journal, frag.begin, block=False, end_offset=frag.end))
+                reader = RetryReader(client, journal, frag.begin, block=False, end_offset=frag.end)
+                out.writelines(chunk for _, chunk in reader)
     return text_dir
 
 

@@ -10,6 +10,7 @@ wrong path is one clear error naming its flag, not a failed handshake later.
 from __future__ import annotations
 
 import ssl
+from collections.abc import Callable
 from pathlib import Path
 
 from herald.protocol.errors import ValidationError
@@ -17,7 +18,7 @@ from herald.protocol.errors import ValidationError
 __all__ = ["client_context", "server_context"]
 
 
-def _load(action, flag: str, path: Path | str) -> None:
+def _load(action: Callable[[], object], flag: str, path: Path | str) -> None:
     try:
         action()
     except (OSError, ssl.SSLError) as err:

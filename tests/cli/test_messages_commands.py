@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from herald.cli.main import app
 from herald.client import AppendService, BrokerClient
-from herald.message import get_flags, get_producer, uuid_from_str
 from herald.client.publisher import Publisher
+from herald.message import get_flags, get_producer, uuid_from_str
 from herald.testing import apply_specs, journal_spec
 
 runner = CliRunner()

@@ -161,7 +161,7 @@ def test_prune_deletes_only_fragments_older_than_retention(broker):
           journal_spec("old/pruned", length=1024, refresh_interval="1s", retention="1h0m0s"))
     for journal in ("old/kept", "old/pruned"):
         fill_fragments(broker.url, journal, 3)
-        wait_until(lambda: len(persisted(broker.url, journal)) >= 2, f"{journal} persisted")
+        wait_until(lambda j=journal: len(persisted(broker.url, j)) >= 2, f"{journal} persisted")
         two_hours_ago = time.time() - 7200
         for path in (broker.file_root / journal).iterdir():
             os.utime(path, (two_hours_ago, two_hours_ago))

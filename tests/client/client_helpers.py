@@ -37,7 +37,7 @@ def metric(client: BrokerClient, name: str, journal: str | None = None) -> float
     text = client.http.get("/debug/metrics").text
     total = 0.0
     for line in text.splitlines():
-        if line.startswith(name + "{") or line.startswith(name + " "):
-            if journal is None or f'journal="{journal}"' in line:
-                total += float(line.rsplit(" ", 1)[1])
+        ours = journal is None or f'journal="{journal}"' in line
+        if line.startswith((name + "{", name + " ")) and ours:
+            total += float(line.rsplit(" ", 1)[1])
     return total

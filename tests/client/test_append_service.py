@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+
 import pytest
 from client_helpers import DEADLINE_S, create, metric
 

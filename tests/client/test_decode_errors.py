@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from herald.message.decode_errors import DecodeErrors, MessageDecodeError, OnDecodeError
 from herald.client.committed import read_committed
+from herald.message.decode_errors import DecodeErrors, MessageDecodeError, OnDecodeError
 from herald.testing import apply_specs, journal_spec
 
 GOOD = b'{"n": 1}\n'

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from herald.cli.journals import keyed_records
-from herald.client.models import ReadHead
 from herald.client import slice_chunks
+from herald.client.models import ReadHead
 from herald.protocol.errors import ValidationError
 
 

@@ -4,9 +4,12 @@ envelopes, offsets and the tracked producer state."""
 
 import pytest
 
-from herald.message.sequencer import Checkpoint, Envelope, ProducerState, QueueOutcome as Q, ReplayError, Sequencer
-from herald.message.uuid import ACK_TXN as ACK, CONTINUE_TXN as CONT, OUTSIDE_TXN as OUT, build_uuid, get_clock
-from herald.message.uuid import ZERO_UUID, duration_to_clock
+from herald.message.sequencer import Checkpoint, Envelope, ProducerState, ReplayError, Sequencer
+from herald.message.sequencer import QueueOutcome as Q
+from herald.message.uuid import ACK_TXN as ACK
+from herald.message.uuid import CONTINUE_TXN as CONT
+from herald.message.uuid import OUTSIDE_TXN as OUT
+from herald.message.uuid import ZERO_UUID, build_uuid, duration_to_clock, get_clock
 
 J = "test/journal"
 A, B, C = (bytes([0x01, 0, 0, 0, 0, n]) for n in (0xA, 0xB, 0xC))

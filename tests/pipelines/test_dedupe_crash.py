@@ -28,12 +28,12 @@ FINAL_RUN_DEADLINE_S = 600.0
 
 
 class Driver:
-    """``python -m herald.cli.pipelines_dedupe dedupe …`` in its own process group
+    """``python -m herald.cli.pipelines dedupe …`` in its own process group
     (so ``kill -9`` takes the JVM and Python workers with it)."""
 
     def __init__(self, args: list[str], log_path) -> None:
         self.log = open(log_path, "ab")  # noqa: SIM115 — open as long as the driver runs.
-        self.proc = subprocess.Popen([sys.executable, "-m", "herald.cli.pipelines_dedupe", "dedupe", *args],
+        self.proc = subprocess.Popen([sys.executable, "-m", "herald.cli.pipelines", "dedupe", *args],
                                      stdout=subprocess.PIPE, stderr=self.log, start_new_session=True,
                                      env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
         self.lines: queue.Queue[str] = queue.Queue()

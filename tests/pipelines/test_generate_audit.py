@@ -9,10 +9,9 @@ import orjson
 import pytest
 
 from herald.client import AppendService
-from herald.message import Clock, NDJSONFraming, ProducerID, PublisherCore
+from herald.message import Clock, NDJSONFraming, ProducerID, PublisherCore, mapping_by_name, modulo_mapping
 from herald.pipelines.audit import audit, committed_keys
 from herald.pipelines.generate import GeneratorSettings, generate, plan_events
-from herald.message import mapping_by_name, modulo_mapping
 
 NDJSON = NDJSONFraming()
 

@@ -6,13 +6,11 @@ import orjson
 import typer
 from typer.testing import CliRunner
 
-from herald.cli.pipelines_dedupe import register
+from herald.cli.pipelines import pipelines_app
 
 
 def _app() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
-    return app
+    return pipelines_app
 
 
 def test_generate_then_audit_as_json_reports_every_key_missing_from_an_empty_output(broker, journals):

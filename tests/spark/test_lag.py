@@ -30,4 +30,4 @@ def test_lag_shows_write_head_minus_read_through_per_journal(spark, broker, clie
 
 def test_lag_of_a_directory_that_is_no_checkpoint_fails_clearly(tmp_path):
     result = CliRunner().invoke(pipelines_app, ["lag", "--checkpoint", str(tmp_path), "--broker", "http://x"])
-    assert result.exit_code == 1 and "not a Spark checkpoint" in result.output
+    assert result.exit_code == 1 and "not a Spark checkpoint" in str(result.exception)

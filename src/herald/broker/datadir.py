@@ -25,7 +25,7 @@ class DataDirLock:
         self.path = Path(data_dir) / LOCK_NAME
         self._fd = -1
 
-    def acquire(self) -> "DataDirLock":
+    def acquire(self) -> DataDirLock:
         """Take the lock or raise NOT_ALLOWED naming the owner's pid. Blocks briefly
         on the file system only; never waits for the other owner."""
         try:

@@ -19,11 +19,16 @@ from herald.auth import Capability
 from herald.broker.authz import authorize_journal
 from herald.broker.journal import AppendResult, Journal
 from herald.broker.metrics import METRICS
+from herald.broker.proxy import forward, is_proxied
 from herald.broker.read import StoreTroubleLog, stream
 from herald.broker.service import Broker
-from herald.broker.proxy import forward, is_proxied
-from herald.protocol.errors import (HeraldError, JournalNotFoundError, OffsetNotYetAvailableError,
-                                    Status, ValidationError)
+from herald.protocol.errors import (
+    HeraldError,
+    JournalNotFoundError,
+    OffsetNotYetAvailableError,
+    Status,
+    ValidationError,
+)
 from herald.protocol.journal import JournalFlags, validate_journal_name
 from herald.protocol.labels import LabelSelector, LabelSet
 

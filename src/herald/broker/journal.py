@@ -86,7 +86,7 @@ class Journal:
     # -- lifecycle ---------------------------------------------------------------------
 
     @classmethod
-    async def open(cls, spec: JournalSpec, data_dir: Path, stores: list[Store]) -> "Journal":
+    async def open(cls, spec: JournalSpec, data_dir: Path, stores: list[Store]) -> Journal:
         """Recover local spools, list the stores and start serving. Blocks on disk I/O."""
         journal = cls(spec, data_dir, stores)
         await journal._recover()

@@ -25,8 +25,8 @@ from aiohttp import web
 from herald.auth import AuthKeys, Capability
 from herald.broker.authz import PeerTokens
 from herald.broker.datadir import DataDirLock
-from herald.broker.ratelimit import AppendRates
 from herald.broker.journal import Journal
+from herald.broker.ratelimit import AppendRates
 from herald.broker.replication import Pipeline
 from herald.broker.settings import BrokerSettings
 from herald.fragment.stores import Store, open_store
@@ -34,8 +34,8 @@ from herald.keyspace.base import Entry
 from herald.keyspace.local import LocalKeySpace
 from herald.keyspace.routes import Member, MemberId, Route
 from herald.protocol.errors import HeraldError, JournalNotFoundError, Status, ValidationError
-from herald.tls import client_context, server_context
 from herald.protocol.journal import JournalSpec
+from herald.tls import client_context, server_context
 
 log = logging.getLogger(__name__)
 

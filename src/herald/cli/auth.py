@@ -14,6 +14,7 @@ import time
 import typer
 
 from herald.auth import AuthKeys, Claims, parse_capabilities
+from herald.cli.options import LOG_LEVEL, command
 from herald.cli.output import OutputFormat, print_doc
 from herald.protocol.journal import parse_duration
 from herald.protocol.labels import LabelSelector, rewrite_prefix_selector
@@ -22,6 +23,7 @@ auth_app = typer.Typer(no_args_is_help=True, help="Authorization tokens (JWTs) f
 
 
 @auth_app.command("token")
+@command
 def token_command(
     cap: str = typer.Option(..., "--cap", help="Capabilities: LIST, APPLY, READ, APPEND, REPLICATE, "
                                                "ALL or integers, comma separated."),
@@ -33,6 +35,7 @@ def token_command(
                              help="The brokers' keys (the first one signs).", show_default=False),
     output: OutputFormat = typer.Option(OutputFormat.table, "-o", "--output",
                                         help="table prints the bare token; json/yaml the claims too."),
+    log_level: str = LOG_LEVEL,
 ) -> None:
     """Print a signed token (use it as BROKER_AUTH_TOKEN or the Spark option authToken)."""
     ttl_s = parse_duration(ttl, "--ttl")

@@ -15,7 +15,6 @@ The broker is ``--broker``, else ``$BROKER_ADDRESS``, else the config file, else
 
 from __future__ import annotations
 
-import functools
 import logging
 import random
 import subprocess
@@ -27,16 +26,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import typer
 import yaml
 
 from herald.cli import config
-from herald.cli.logs import configure
+from herald.cli.options import BROKER, LOG_LEVEL, OUTPUT, broker_client, command, selector_option
 from herald.cli.output import OutputFormat, humanize_age, humanize_bytes, print_doc, print_table, progress, table_header
 from herald.client import AppendService, BrokerClient, FragmentInfo, JournalInfo, RetryReader, WatchedList
 from herald.keyspace.base import BLIND, Change
-from herald.message.decode_errors import MessageDecodeError
 from herald.message.mapping import NoJournalsError, mapping_by_name
 from herald.protocol.errors import HeraldError, Status, ValidationError
 from herald.protocol.journal import parse_duration
@@ -47,44 +44,6 @@ log = logging.getLogger(__name__)
 journals_app = typer.Typer(no_args_is_help=True, help="Work with journals and their specs.")
 
 LIST_READY_TIMEOUT_S = 30.0
-
-# -- shared options ---------------------------------------------------------------------------
-
-BROKER = typer.Option(None, "--broker", "--broker.address", show_default=False,
-                      help="Broker URL [default: $BROKER_ADDRESS, ~/.config/herald/herald.ini, "
-                           "http://localhost:8080].")
-LOG_LEVEL = typer.Option("warning", "--log.level", help="debug, info, warning or error.")
-OUTPUT = typer.Option(OutputFormat.table, "-o", "--output", "--format", help="table, yaml or json.")
-
-
-def _selector_option(required: bool) -> Any:
-    return typer.Option(... if required else "", "-l", "--selector", show_default=False,
-                        help="Label selector of journals, e.g. 'prefix=foobar/, name not in (foobar/part-001)'.")
-
-
-def _command(fn: Callable[..., None]) -> Callable[..., None]:
-    """Set up logging and turn an unreachable broker into one clear error line."""
-
-    @functools.wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> None:
-        level = kwargs.get("log_level") or "warning"
-        if level != "warning":  # else Python's last-resort handler prints warnings.
-            configure(level)
-        try:
-            fn(*args, **kwargs)
-        except httpx.TransportError as err:
-            raise HeraldError(Status.INTERNAL, f"cannot reach the broker: {err}") from None
-        except NoJournalsError:
-            raise HeraldError(Status.JOURNAL_NOT_FOUND, "the selector matched no journals") from None
-        except MessageDecodeError as err:
-            raise HeraldError(Status.INVALID_ARGUMENT, f"cannot decode a message: {err}") from None
-
-    return run
-
-
-def _client(broker: str | None) -> BrokerClient:
-    return BrokerClient(config.resolve_broker_address(broker))
-
 
 def _matched(client: BrokerClient, selector: str) -> list[JournalInfo]:
     infos = client.list(selector)
@@ -104,15 +63,15 @@ def journals_yaml(infos: list[JournalInfo]) -> str:
 
 
 @journals_app.command("list")
-@_command
+@command
 def list_command(
-    selector: str = _selector_option(False),
+    selector: str = selector_option(False),
     label_columns: list[str] = typer.Option([], "-L", "--label-columns", help="Show this label as a column."),
     primary: bool = typer.Option(False, "--primary", help="Show each journal's primary broker."),
     output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
     """List journals matching a selector; -o yaml prints specs that `apply` takes back."""
-    with _client(broker) as client:
+    with broker_client(broker) as client:
         infos = client.list(selector)
     if output is OutputFormat.yaml:
         sys.stdout.write(journals_yaml(infos))
@@ -151,7 +110,7 @@ def _print_applied(revision: int, output: OutputFormat) -> None:
 
 
 @journals_app.command("apply")
-@_command
+@command
 def apply_command(
     specs: str = typer.Option("-", "-f", "--specs", help="YAML file of JournalSpecs ('-' = stdin)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print the changes; apply nothing."),
@@ -164,18 +123,18 @@ def apply_command(
         print_doc({"dry_run": True, "changes": [c.to_dict() for c in changes]},
                   OutputFormat.json if output is OutputFormat.json else OutputFormat.yaml)
         return
-    with _client(broker) as client:
+    with broker_client(broker) as client:
         _print_applied(client.apply(changes), output)
 
 
 @journals_app.command("edit")
-@_command
+@command
 def edit_command(
-    selector: str = _selector_option(True),
+    selector: str = selector_option(True),
     output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
     """List matching specs, open them in $VISUAL/$EDITOR, apply what you save (kubectl edit)."""
-    with _client(broker) as client:
+    with broker_client(broker) as client:
         original = journals_yaml(_matched(client, selector))
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="herald-edit-", delete=False) as f:
             f.write(original)
@@ -216,8 +175,8 @@ def _read_one(client: BrokerClient, journal: str, offset: int, block: bool, offl
 
 def _read_committed(client: BrokerClient, journal: str, block: bool, on_decode_error: str) -> None:
     """Decoded committed messages of one journal, one per line [I-SEQ-1]."""
-    from herald.message.decode_errors import DecodeErrors, OnDecodeError
     from herald.client.committed import is_ack, read_committed
+    from herald.message.decode_errors import DecodeErrors, OnDecodeError
 
     out = _stdout()
     errors = DecodeErrors(journal, OnDecodeError.parse(on_decode_error, "--on-decode-error"))
@@ -261,9 +220,9 @@ def _read_concurrently(client: BrokerClient, journals: list[str], offset: int, o
 
 
 @journals_app.command("read")
-@_command
+@command
 def read_command(
-    selector: str = _selector_option(True),
+    selector: str = selector_option(True),
     block: bool = typer.Option(False, "--block", help="Keep reading at the write head (until interrupted)."),
     tail: bool = typer.Option(False, "--tail", help="Start at the write head (offset -1)."),
     offset: int = typer.Option(0, "--offset", help="Start at this offset of each journal."),
@@ -277,7 +236,7 @@ def read_command(
 ) -> None:
     """Copy journal content to stdout: each matching journal in turn, whole appends."""
     start = -1 if tail else offset
-    with _client(broker) as client:
+    with broker_client(broker) as client:
         names = [i.name for i in _matched(client, selector)]
         if committed:
             for name in names:
@@ -333,9 +292,9 @@ def _append_lines(client: BrokerClient, watched: WatchedList, mapping: str) -> N
 
 
 @journals_app.command("append")
-@_command
+@command
 def append_command(
-    selector: str = _selector_option(True),
+    selector: str = selector_option(True),
     framing: str = typer.Option("none", "--framing", help="none (stdin is one append) or lines."),
     mapping: str = typer.Option("random", "--mapping", help="random, modulo or rendezvous (lines only)."),
     broker: str = BROKER, log_level: str = LOG_LEVEL,
@@ -347,7 +306,7 @@ def append_command(
     mapping_by_name(mapping, random.Random(), "mapping")  # validates the name
     if framing == "none" and mapping != "random":
         raise ValidationError("mapping", f"--mapping {mapping} needs --framing lines (a key line per record)")
-    with _client(broker) as client, WatchedList(client, selector) as watched:
+    with broker_client(broker) as client, WatchedList(client, selector) as watched:
         if not watched.wait_ready(LIST_READY_TIMEOUT_S):
             raise HeraldError(Status.INTERNAL, "the broker did not answer the journal list in time")
         if not watched.journals:
@@ -378,15 +337,15 @@ FRAGMENT_HEADERS = ["JOURNAL", "OFFSET", "LENGTH", "PERSISTED", "SHA1", "COMPRES
 
 
 @journals_app.command("fragments")
-@_command
+@command
 def fragments_command(
-    selector: str = _selector_option(True),
+    selector: str = selector_option(True),
     url_ttl: str = typer.Option("", "--url-ttl", help="Sign a URL per persisted fragment, valid this long (1m)."),
     output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
     """List the fragments of matching journals (with signed URLs for batch readers)."""
     ttl_s = parse_duration(url_ttl, "url-ttl") if url_ttl else 0
-    with _client(broker) as client:
+    with broker_client(broker) as client:
         infos = [f for j in _matched(client, selector) for f in client.fragments(j.name, signature_ttl_s=ttl_s)]
     if output is not OutputFormat.table:
         print_doc([f.to_dict() for f in infos], output)
@@ -395,15 +354,15 @@ def fragments_command(
 
 
 @journals_app.command("prune")
-@_command
+@command
 def prune_command(
-    selector: str = _selector_option(True),
+    selector: str = selector_option(True),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be deleted; delete nothing."),
     output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
     """Delete persisted fragments older than each journal's fragment.retention
     (retention <= 0 keeps everything)."""
-    with _client(broker) as client:
+    with broker_client(broker) as client:
         removed = [f for j in _matched(client, selector) for f in client.prune(j.name, dry_run=dry_run)]
     if output is not OutputFormat.table:
         print_doc({"dry_run": dry_run, "removed": [f.fragment.to_dict() for f in removed]}, output)

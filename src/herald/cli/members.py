@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import httpx
 import typer
 
-from herald.cli import config
-from herald.client import BrokerClient
-from herald.cli.journals import BROKER, OUTPUT
+from herald.cli.options import BROKER, LOG_LEVEL, OUTPUT, broker_client, command
 from herald.cli.output import OutputFormat, print_doc, print_table
-from herald.protocol.errors import HeraldError, Status
 
 members_app = typer.Typer(no_args_is_help=True, help="Brokers of the cluster.")
 
 
 @members_app.command("list")
-def list_command(output: OutputFormat = OUTPUT, broker: str = BROKER) -> None:
+@command
+def list_command(output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL) -> None:
     """List broker members (zone, id, endpoint, primary and replica journal counts)."""
-    address = config.resolve_broker_address(broker)
-    try:
-        with BrokerClient(address) as client:
-            members = client.members()
-    except httpx.HTTPError as err:
-        raise HeraldError(Status.INTERNAL, f"cannot reach the broker at {address}: {err}") from None
+    with broker_client(broker) as client:
+        members = client.members()
     if output is not OutputFormat.table:
         print_doc(members, output)
         return

@@ -65,7 +65,8 @@ def serve_command(
     if lease_s < 1:
         raise typer.BadParameter("must be at least 1s", param_hint="--etcd.lease")
     settings = BrokerSettings(host=host, port=port, data_dir=data_dir, file_root=file_root,
-                              max_append_bytes=max_append_bytes, max_append_rate=max_append_rate, etcd=etcd, etcd_prefix=etcd_prefix,
+                              max_append_bytes=max_append_bytes, max_append_rate=max_append_rate,
+                              etcd=etcd, etcd_prefix=etcd_prefix,
                               etcd_lease_s=int(lease_s), zone=zone, id=broker_id, advertise=advertise,
                               auth_keys=auth_keys, tls_cert_file=tls_cert_file, tls_key_file=tls_key_file,
                               tls_ca_file=tls_ca_file)

@@ -18,11 +18,11 @@ back, each committed message once.
 
 from herald.client.append import AppendService, AppendSlot
 from herald.client.broker import AsyncBrokerClient, AsyncReader, BrokerClient, Reader
-from herald.client.models import AppendResult, FragmentInfo, JournalInfo, ReadHead
 from herald.client.committed import is_ack, read_committed, read_uncommitted
+from herald.client.models import AppendResult, FragmentInfo, JournalInfo, ReadHead
 from herald.client.publisher import Publisher
-from herald.client.security import ClientSecurity
 from herald.client.retry import Backoff, OffloadReader, RetryReader, is_transient, read_fragment, slice_chunks
+from herald.client.security import ClientSecurity
 from herald.client.watch import WatchedList
 
 __all__ = [

@@ -34,7 +34,7 @@ class Change:
     delete: str | None = None
 
     @classmethod
-    def from_dict(cls, d: dict, field: str) -> "Change":
+    def from_dict(cls, d: dict, field: str) -> Change:
         if not isinstance(d, dict):
             raise ValidationError(field, "must be an object with 'upsert' or 'delete'")
         unknown = set(d) - {"upsert", "delete", "expect_mod_revision"}
@@ -77,7 +77,7 @@ def check_expectations(current: dict[str, Entry], changes: list[Change]) -> None
         entry = current.get(change.name)
         actual = entry.mod_revision if entry else 0
         expect = change.expect_mod_revision
-        if expect == BLIND or expect == actual:
+        if expect in (BLIND, actual):
             continue
         if change.delete is not None and entry is None:
             raise HeraldError(Status.JOURNAL_NOT_FOUND, f"journal {change.name} does not exist",

@@ -78,7 +78,7 @@ class EtcdKeySpace:
                 await self._watch_from(self.revision + 1)
             except asyncio.CancelledError:
                 raise
-            except Exception as err:  # edge: the etcd connection; re-watch from our revision
+            except Exception as err:  # noqa: BLE001 — edge: the etcd connection; re-watch from our revision
                 log.warning("etcd watch broke (%s); resuming at revision %d", err, self.revision + 1)
                 await asyncio.sleep(0.5)
 

@@ -28,7 +28,7 @@ class MemberId:
         return f"{self.zone}{SEPARATOR}{self.suffix}"
 
     @classmethod
-    def parse(cls, text: str) -> "MemberId":
+    def parse(cls, text: str) -> MemberId:
         zone, _, suffix = text.partition(SEPARATOR)
         return cls(zone, suffix)
 
@@ -49,7 +49,7 @@ class Member:
                              "journal_limit": self.journal_limit, "exiting": self.exiting})
 
     @classmethod
-    def from_json(cls, member_id: MemberId, raw: bytes, create_revision: int) -> "Member":
+    def from_json(cls, member_id: MemberId, raw: bytes, create_revision: int) -> Member:
         d = orjson.loads(raw)
         return cls(member_id, d["endpoint"], d.get("lease_id", 0), d.get("journal_limit", 1024),
                    d.get("exiting", False), create_revision)

@@ -96,7 +96,8 @@ def _fast_uuids(data: np.ndarray, starts: np.ndarray, newlines: np.ndarray,
     return uuids, has_uuid
 
 
-def _slow_uuids(buf, base, starts, newlines, uuids, has_uuid, framing):
+def _slow_uuids(buf: bytes, base: int, starts: np.ndarray, newlines: np.ndarray, uuids: np.ndarray,
+                has_uuid: np.ndarray, framing: NDJSONFraming) -> tuple[np.ndarray | None, tuple[FramingError, ...]]:
     """Apply the per-line rules to lines off the fast path; None or a keep-mask."""
     slow = np.flatnonzero(~has_uuid)
     if not len(slow):
@@ -115,6 +116,6 @@ def _slow_uuids(buf, base, starts, newlines, uuids, has_uuid, framing):
     return keep, tuple(errors)
 
 
-def _drop_lines(data, starts, newlines, keep) -> np.ndarray:
+def _drop_lines(data: np.ndarray, starts: np.ndarray, newlines: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return np.concatenate([data[s:e] for s, e in zip(starts[keep].tolist(), newlines[keep].tolist())]
                           or [np.zeros(0, np.uint8)])

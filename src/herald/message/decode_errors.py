@@ -14,6 +14,7 @@ import enum
 from dataclasses import dataclass
 
 from herald.message.framing import FramingError
+from herald.protocol.errors import HeraldError, Status, ValidationError
 
 __all__ = ["DecodeErrors", "MessageDecodeError", "OnDecodeError"]
 
@@ -27,19 +28,27 @@ class OnDecodeError(str, enum.Enum):
         try:
             return cls((text or "fail").strip().lower())
         except ValueError:
-            from herald.protocol.errors import ValidationError
-
             raise ValidationError(field, f"want fail or skip, got {text!r}") from None
 
 
-class MessageDecodeError(FramingError):
+class MessageDecodeError(HeraldError):
     """A message of ``journal`` at ``offset`` could not be decoded."""
 
     def __init__(self, journal: str, error: FramingError) -> None:
-        super().__init__(error.offset, f"journal {journal}: {error.args[0].split(': ', 1)[-1]} "
-                                       "(read with on-decode-error=skip to drop and count such messages)",
-                         error.skipped)
-        self.journal = journal
+        reason = error.args[0].split(": ", 1)[-1]
+        super().__init__(Status.MESSAGE_DECODE_ERROR,
+                         f"offset {error.offset}: journal {journal}: {reason} "
+                         "(read with on-decode-error=skip to drop and count such messages)",
+                         extra={"journal": journal, "offset": error.offset})
+
+    # Properties over ``extra``, so they survive pickling (Spark ships task errors).
+    @property
+    def journal(self) -> str:
+        return str(self.extra["journal"])
+
+    @property
+    def offset(self) -> int:
+        return int(self.extra["offset"])
 
 
 @dataclass(slots=True)

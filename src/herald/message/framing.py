@@ -30,6 +30,7 @@ from typing import Any, NamedTuple, Protocol
 import orjson
 
 from herald.message.uuid import uuid_from_str
+from herald.protocol.errors import ValidationError
 from herald.protocol.labels import CONTENT_TYPE, LabelSet
 
 __all__ = [
@@ -179,7 +180,7 @@ class NDJSONFraming:
         self.uuid_field = uuid_field
         self._prefix = b"{" + orjson.dumps(uuid_field) + b':"'
 
-    def encode(self, body: bytes | dict, uuid16: bytes) -> bytes:
+    def encode(self, body: bytes | dict[str, Any], uuid16: bytes) -> bytes:
         """``body`` + UUID as one line. ``body`` is a JSON object as bytes (without
         the UUID field) or a dict (any UUID field in it is replaced)."""
         if type(body) is not bytes:
@@ -187,17 +188,18 @@ class NDJSONFraming:
         elif body.endswith(b"\n"):
             body = body[:-1]
         if body[:1] != b"{":
-            raise ValueError("body: an NDJSON message must be a JSON object")
+            raise ValidationError("body", "an NDJSON message must be a JSON object")
         if b"\n" in body:
-            raise ValueError("body: an NDJSON message must not contain a newline")
+            raise ValidationError("body", "an NDJSON message must not contain a newline")
         h = binascii.hexlify(uuid16)
         if len(h) != 32:
-            raise ValueError(f"uuid: want 16 bytes, got {len(uuid16)}")
+            raise ValidationError("uuid", f"want 16 bytes, got {len(uuid16)}")
         nxt = body[1:2]
         if nxt == b"}" or (nxt.isspace() and body[1:].lstrip()[:1] == b"}"):
             return b"".join((self._prefix, h[:8], b"-", h[8:12], b"-", h[12:16], b"-", h[16:20], b"-", h[20:], b'"}\n'))
         rest = memoryview(body)[1:]  # No copy of the body.
-        return b"".join((self._prefix, h[:8], b"-", h[8:12], b"-", h[12:16], b"-", h[16:20], b"-", h[20:], b'",', rest, b"\n"))
+        return b"".join((self._prefix, h[:8], b"-", h[8:12], b"-", h[12:16], b"-", h[16:20], b"-", h[20:],
+                         b'",', rest, b"\n"))
 
     def _dumps(self, body: Any) -> bytes:
         if isinstance(body, dict):
@@ -206,10 +208,10 @@ class NDJSONFraming:
             try:
                 return orjson.dumps(body)
             except orjson.JSONEncodeError as exc:
-                raise ValueError(f"body: not serialisable as JSON: {exc}") from None
+                raise ValidationError("body", f"not serialisable as JSON: {exc}") from None
         if isinstance(body, (bytearray, memoryview)):
             return bytes(body)
-        raise ValueError(f"body: want bytes or dict, got {type(body).__name__}")
+        raise ValidationError("body", f"want bytes or dict, got {type(body).__name__}")
 
     def ack_body(self) -> bytes:
         """``{}``: the ACK line is then just ``{"UUID":"…"}``."""
@@ -253,11 +255,12 @@ class _NDJSONDecoder(_Buffered):
                     except binascii.Error:
                         uuid = None
             if uuid is None:
-                uuid = self._slow_uuid(line, pos, end)
-                if isinstance(uuid, FramingError):
-                    append(uuid)
+                found = self._slow_uuid(line, pos, end)
+                if isinstance(found, FramingError):
+                    append(found)
                     pos = end
                     continue
+                uuid = found
             append(new_frame(Frame, (pos, end, uuid, line)))
             pos = end
         return out, len(buf) - len(tail)
@@ -292,7 +295,7 @@ class CSVFraming:
 
     def __init__(self, uuid_column: int = 0) -> None:
         if uuid_column < 0:
-            raise ValueError(f"uuid_column: must be >= 0, got {uuid_column}")
+            raise ValidationError("uuid_column", f"must be >= 0, got {uuid_column}")
         self.uuid_column = uuid_column
 
     def encode(self, body: Sequence[str] | bytes, uuid16: bytes) -> bytes:
@@ -384,7 +387,7 @@ class FixedFraming:
 
     def encode(self, body: bytes, uuid16: bytes) -> bytes:
         if len(uuid16) != 16:
-            raise ValueError(f"uuid: want 16 bytes, got {len(uuid16)}")
+            raise ValidationError("uuid", f"want 16 bytes, got {len(uuid16)}")
         return _HEADER.pack(FIXED_MAGIC, 16 + len(body)) + uuid16 + body
 
     def ack_body(self) -> bytes:
@@ -404,7 +407,8 @@ class _FixedDecoder(_Buffered):
                 nxt = buf.find(FIXED_MAGIC, pos + 1)
                 if nxt < 0:
                     nxt = max(pos + 1, n - 3)  # The last 3 bytes may start a magic.
-                out.append(FramingError(base + pos, f"detected de-synchronization: skipped {nxt - pos} bytes", nxt - pos))
+                skipped = nxt - pos
+                out.append(FramingError(base + pos, f"detected de-synchronization: skipped {skipped} bytes", skipped))
                 pos = nxt
                 continue
             stop = pos + 8 + size
@@ -439,7 +443,7 @@ def framing_for(content_type: str, uuid_field: str = "UUID", uuid_column: int = 
         return CSVFraming(uuid_column)
     if base == FixedFraming.content_type:
         return FixedFraming()
-    raise ValueError(f"content-type: no framing for {content_type!r}")
+    raise ValidationError("content-type", f"no framing for {content_type!r}")
 
 
 def framing_for_labels(labels: LabelSet, uuid_field: str = "UUID") -> Framing:

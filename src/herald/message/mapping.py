@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from herald.protocol.errors import ValidationError
+from herald.protocol.errors import HeraldError, Status, ValidationError
 
 if TYPE_CHECKING:
     import random
@@ -29,12 +29,13 @@ _FNV_OFFSET = 0x811C9DC5
 _FNV_PRIME = 0x01000193
 
 
-class NoJournalsError(ValueError):
+class NoJournalsError(HeraldError):
     """The partition list is empty: the selector matched no journals (Gazette's
     ErrEmptyListResponse)."""
 
     def __init__(self) -> None:
-        super().__init__("journals: the partition selector matched no journals (empty list)")
+        super().__init__(Status.JOURNAL_NOT_FOUND, "the partition selector matched no journals (empty list)",
+                         "journals")
 
 
 def fnv1a32(data: bytes) -> int:

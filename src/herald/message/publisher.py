@@ -27,6 +27,7 @@ from typing import Any
 
 from herald.message.framing import Framing
 from herald.message.uuid import ACK_TXN, CONTINUE_TXN, OUTSIDE_TXN, Clock, build_uuid, uuid_suffix
+from herald.protocol.errors import ValidationError
 
 __all__ = ["AckIntent", "PublisherCore"]
 
@@ -51,7 +52,7 @@ class PublisherCore:
 
     def __init__(self, producer: bytes, clock: Clock) -> None:
         if len(producer) != 6:
-            raise ValueError(f"producer: want 6 bytes, got {len(producer)}")
+            raise ValidationError("producer", f"want 6 bytes, got {len(producer)}")
         self.producer = bytes(producer)
         self.clock = clock
         self._intents: dict[str, Framing] = {}  # First-publish order (dicts keep it).

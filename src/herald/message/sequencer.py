@@ -92,8 +92,8 @@ class QueueOutcome(enum.IntEnum):
 _LABELS = dict(
     zip(
         QueueOutcome,
-        "outsideAlreadyAcked outsideCommit continueAlreadyAcked continueRingClockLarger "
-        "continueBeginSpan continueExtendSpan ackRollback ackEmpty ackCommitRing ackCommitReplay".split(),
+        ["outsideAlreadyAcked", "outsideCommit", "continueAlreadyAcked", "continueRingClockLarger",
+         "continueBeginSpan", "continueExtendSpan", "ackRollback", "ackEmpty", "ackCommitRing", "ackCommitReplay"],
     )
 )
 _COMMITS = frozenset(
@@ -121,7 +121,8 @@ class ProducerState:
     begin: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"journal": self.journal, "producer": self.producer.hex(), "last_ack": self.last_ack, "begin": self.begin}
+        return {"journal": self.journal, "producer": self.producer.hex(), "last_ack": self.last_ack,
+                "begin": self.begin}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], field: str = "state") -> ProducerState:
@@ -236,8 +237,9 @@ class Sequencer:
             clock = (low << 4) | (mid << 36) | ((hi & 0x0FFF) << 52) | ((seq >> 10) & 0xF)
             flags = seq & 0x3FF
         else:
-            raise ValueError(f"envelope at {env.journal}:{env.begin}: uuid must be 16 bytes, got {len(uuid)}")
+            raise ValidationError(f"envelope at {env.journal}:{env.begin}", f"uuid must be 16 bytes, got {len(uuid)}")
         ring_clock = clock
+        partial: _Partial | None
         if clock == 0:
             # Zero clocks (and the zero UUID) commit at once and are not indexed.
             partial = _Partial(env.journal, producer, 0, -1)
@@ -246,6 +248,7 @@ class Sequencer:
             partial = self._partials.get((env.journal, producer))
             if partial is None:
                 partial = self._partials[(env.journal, producer)] = _Partial(env.journal, producer, clock - 1, -1)
+        assert partial is not None
         outcome = self._decide(env, partial, clock, flags)
         self._apply(env, partial, clock, ring_clock, outcome)
         self._counts[outcome] += 1  # A list: IntEnum indexes it.

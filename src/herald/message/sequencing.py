@@ -37,5 +37,6 @@ def sequence(envelopes: Iterable[Envelope], seq: Sequencer, replay: Replay,
             seq.start_replay(replay(*seq.replay_range()))
         while seq.step():
             committed = seq.dequeued
+            assert committed is not None  # step() returned True: a message was dequeued
             if include_acks or not is_ack(committed):
-                yield committed  # type: ignore[misc]
+                yield committed

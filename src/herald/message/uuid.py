@@ -21,6 +21,8 @@ from __future__ import annotations
 import enum
 import struct
 
+from herald.protocol.errors import ValidationError
+
 __all__ = [
     "ACK_TXN",
     "CONTINUE_TXN",
@@ -87,7 +89,7 @@ class ProducerID(bytes):
 
     def __new__(cls, value: bytes) -> ProducerID:
         if len(value) != 6:
-            raise ValueError(f"producer: want 6 bytes, got {len(value)}")
+            raise ValidationError("producer", f"want 6 bytes, got {len(value)}")
         return super().__new__(cls, value)
 
     @classmethod
@@ -98,7 +100,7 @@ class ProducerID(bytes):
         MAC address. Randomness is an argument to keep this module pure.
         """
         if len(random_bytes) < 6:
-            raise ValueError(f"random_bytes: want at least 6 bytes, got {len(random_bytes)}")
+            raise ValidationError("random_bytes", f"want at least 6 bytes, got {len(random_bytes)}")
         b = bytearray(random_bytes[:6])
         b[0] |= 0x01
         return cls(bytes(b))
@@ -109,7 +111,7 @@ class ProducerID(bytes):
         try:
             raw = bytes.fromhex(text)
         except ValueError as exc:
-            raise ValueError(f"producer: not hex: {text!r}") from exc
+            raise ValidationError("producer", f"not hex: {text!r}") from exc
         return cls(raw)
 
     def __repr__(self) -> str:
@@ -127,7 +129,7 @@ class Clock:
 
     def __init__(self, value: int = 0) -> None:
         if not 0 <= value <= _U64:
-            raise ValueError(f"clock: {value} is not a uint64")
+            raise ValidationError("clock", f"{value} is not a uint64")
         self.value = value
 
     @classmethod
@@ -188,7 +190,7 @@ def uuid_suffix(producer: bytes, seq: int) -> bytes:
     suffix = _suffixes.get((producer, seq))
     if suffix is None:
         if len(producer) != 6:
-            raise ValueError(f"producer: want 6 bytes, got {len(producer)}")
+            raise ValidationError("producer", f"want 6 bytes, got {len(producer)}")
         if len(_suffixes) > 4096:
             _suffixes.clear()
         suffix = _suffixes[(bytes(producer), seq)] = _pack_word(seq | 0x8000) + bytes(producer)
@@ -199,9 +201,9 @@ def build_uuid(producer: bytes, clock: int, flags: int) -> bytes:
     """The 16 UUID bytes for ``(producer, clock, flags)``; raises ValueError on
     flags > 0x3ff (Gazette panics) or a clock outside uint64."""
     if flags > _MAX_FLAGS or flags < 0:
-        raise ValueError(f"flags: only the 10 low bits may be used, got {flags:#x}")
+        raise ValidationError("flags", f"only the 10 low bits may be used, got {flags:#x}")
     if clock > _U64 or clock < 0:
-        raise ValueError(f"clock: {clock} is not a uint64")
+        raise ValidationError("clock", f"{clock} is not a uint64")
     t = clock >> 4
     seq = ((clock & 0xF) << 10) | flags
     suffix = _suffixes.get((producer, seq)) or uuid_suffix(producer, seq)
@@ -213,7 +215,7 @@ def parse_uuid(uuid16: bytes) -> tuple[bytes, int, int]:
     try:
         low, mid, hi, seq, producer = _unpack(uuid16)
     except struct.error:
-        raise ValueError(f"uuid: want 16 bytes, got {len(uuid16)}") from None
+        raise ValidationError("uuid", f"want 16 bytes, got {len(uuid16)}") from None
     clock = (low << 4) | (mid << 36) | ((hi & 0x0FFF) << 52) | ((seq >> 10) & 0xF)
     return producer, clock, seq & _MAX_FLAGS
 
@@ -226,14 +228,14 @@ def get_clock(uuid16: bytes) -> int:
 def get_producer(uuid16: bytes) -> bytes:
     """The ProducerID bytes of a UUID (bytes 10..15)."""
     if len(uuid16) != 16:
-        raise ValueError(f"uuid: want 16 bytes, got {len(uuid16)}")
+        raise ValidationError("uuid", f"want 16 bytes, got {len(uuid16)}")
     return uuid16[10:16]
 
 
 def get_flags(uuid16: bytes) -> int:
     """The 10 flag bits of a UUID."""
     if len(uuid16) != 16:
-        raise ValueError(f"uuid: want 16 bytes, got {len(uuid16)}")
+        raise ValidationError("uuid", f"want 16 bytes, got {len(uuid16)}")
     return ((uuid16[8] << 8) | uuid16[9]) & _MAX_FLAGS
 
 
@@ -241,7 +243,7 @@ def uuid_str(uuid16: bytes) -> str:
     """Canonical lowercase 8-4-4-4-12 text of 16 UUID bytes."""
     h = uuid16.hex()
     if len(h) != 32:
-        raise ValueError(f"uuid: want 16 bytes, got {len(uuid16)}")
+        raise ValidationError("uuid", f"want 16 bytes, got {len(uuid16)}")
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
@@ -255,14 +257,14 @@ def uuid_from_str(text: str | bytes) -> bytes:
         s = s[1:-1]
     if len(s) == 36:
         if s[8] != "-" or s[13] != "-" or s[18] != "-" or s[23] != "-":
-            raise ValueError(f"uuid: bad text {text!r}")
+            raise ValidationError("uuid", f"bad text {text!r}")
         s = s[:8] + s[9:13] + s[14:18] + s[19:23] + s[24:]
     if len(s) != 32:
-        raise ValueError(f"uuid: bad text {text!r}")
+        raise ValidationError("uuid", f"bad text {text!r}")
     try:
         raw = bytes.fromhex(s)
     except ValueError:
         raw = b""
     if len(raw) != 16:  # fromhex skips whitespace, so check what it produced.
-        raise ValueError(f"uuid: bad text {text!r}")
+        raise ValidationError("uuid", f"bad text {text!r}")
     return raw

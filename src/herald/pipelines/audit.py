@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass
 import orjson
 
 from herald.client import BrokerClient
-from herald.message import Envelope, clock_to_unix_ns
 from herald.client.committed import is_ack, read_committed
+from herald.message import Envelope, clock_to_unix_ns
 
 __all__ = ["AuditReport", "audit", "committed_keys"]
 

@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from herald.message import MAPPINGS
 from herald.pipelines.control import FORMAT as CONTROL_FORMAT
 from herald.pipelines.control import Boost, ControlSource, read_boost, write_boost
 from herald.pipelines.metrics import DedupeMonitor, DedupeSummary
-from herald.message import MAPPINGS
 from herald.protocol.errors import ValidationError
 from herald.protocol.journal import parse_duration
 

@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 import orjson
 
 from herald.client import AppendService, BrokerClient, WatchedList
-from herald.message import MAPPINGS
 from herald.client.publisher import Publisher
+from herald.message import MAPPINGS
 from herald.protocol.errors import ValidationError
 
 __all__ = ["GeneratorSettings", "GeneratorStats", "PlannedEvent", "generate", "plan_events"]

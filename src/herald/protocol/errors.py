@@ -45,6 +45,7 @@ class Status(enum.Enum):
     UNSUPPORTED_MEDIA_TYPE = 106
     FRAGMENT_MISSING = 107
     PERMISSION_DENIED = 108
+    MESSAGE_DECODE_ERROR = 109
 
 
 HTTP_CODES: Mapping[Status, int] = MappingProxyType(
@@ -74,6 +75,7 @@ HTTP_CODES: Mapping[Status, int] = MappingProxyType(
         Status.UNSUPPORTED_MEDIA_TYPE: 415,
         Status.FRAGMENT_MISSING: 410,
         Status.PERMISSION_DENIED: 403,
+        Status.MESSAGE_DECODE_ERROR: 422,
     }
 )
 
@@ -148,15 +150,17 @@ class HeraldError(Exception):
 
 
 def _rebuild(
-    cls: type[HeraldError], status: Status, message: str, field: str | None, extra: dict
+    cls: type[HeraldError], status: Status, message: str, field: str | None, extra: dict[str, Any]
 ) -> HeraldError:
     err = cls.__new__(cls)
     HeraldError.__init__(err, status, message, field, extra)
     return err
 
 
-class ValidationError(HeraldError):
-    """Bad input, rejected before any state changes. ``field`` is a dotted path."""
+class ValidationError(HeraldError, ValueError):
+    """Bad input, rejected before any state changes. ``field`` is a dotted path.
+    Also a ValueError: bad arguments to the pure layers (UUIDs, framings) are
+    both, so ``except ValueError`` callers keep working."""
 
     def __init__(self, field: str | None, message: str) -> None:
         super().__init__(Status.INVALID_ARGUMENT, message, field or None)

@@ -73,7 +73,7 @@ def codec_extension(codec: CompressionCodec) -> str:
     try:
         return _WRITE_EXTENSIONS[codec]
     except KeyError:
-        raise ValidationError("compression_codec", f"no file extension for codec {codec!r}")
+        raise ValidationError("compression_codec", f"no file extension for codec {codec!r}") from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -249,11 +249,9 @@ class FragmentSpec:
             raise ValidationError("compression_codec", "compression codec must be set")
         for i, store in enumerate(self.stores):
             validate_store_url(store, f"stores[{i}]")
-        if self.stores and codec is CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION:
-            if urlsplit(self.stores[0]).scheme == "file":
-                raise ValidationError(
-                    "stores[0]", "GZIP_OFFLOAD_DECOMPRESSION needs a cloud store, not file://"
-                )
+        offload = self.stores and codec is CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION
+        if offload and urlsplit(self.stores[0]).scheme == "file":
+            raise ValidationError("stores[0]", "GZIP_OFFLOAD_DECOMPRESSION needs a cloud store, not file://")
         if not MIN_REFRESH_INTERVAL_S <= self.refresh_interval_s <= MAX_REFRESH_INTERVAL_S:
             raise ValidationError(
                 "refresh_interval",

@@ -154,7 +154,7 @@ def push_down(tree: Mapping[str, Any]) -> list[tuple[JournalSpec, int, bool]]:
     return out
 
 
-def _push(node: Any, inherited: Flat, delete: bool, out: list) -> None:
+def _push(node: Any, inherited: Flat, delete: bool, out: list[Any]) -> None:
     if not isinstance(node, Mapping):
         raise ValidationError(None, f"expected a mapping, got {type(node).__name__}")
     name = node.get("name", "")
@@ -183,7 +183,7 @@ def _push(node: Any, inherited: Flat, delete: bool, out: list) -> None:
     _push_children(name, children, merged, delete, out)
 
 
-def _push_children(name: str, children: list, merged: Flat, delete: bool, out: list) -> None:
+def _push_children(name: str, children: list[Any], merged: Flat, delete: bool, out: list[Any]) -> None:
     previous = None
     for i, child in enumerate(children):
         with with_field_prefix(f"children[{i}]"):

@@ -122,11 +122,12 @@ class LabelSet:
             value = item.get("value")
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 value = str(value)  # YAML `value: 1` means the string "1", as in Gazette.
-            label = Label(item.get("name", ""), "" if value is None else value)
+            label = Label(item.get("name", ""), "" if value is None else value)  # type: ignore[arg-type]
+            # (a non-string value is refused by validate() just below, naming the field)
             try:
                 label.validate()
             except ValidationError as err:
-                raise err.with_field_prefix(f"[{i}]")
+                raise err.with_field_prefix(f"[{i}]") from None
             labels.append(label)
         out = cls(tuple(labels))
         out.validate()
@@ -180,7 +181,7 @@ class LabelSet:
             try:
                 label.validate()
             except ValidationError as err:
-                raise err.with_field_prefix(f"[{i}]")
+                raise err.with_field_prefix(f"[{i}]") from None
             prev = self.labels[i - 1] if i else None
             if prev and label.value and prev.name == label.name and not prev.value:
                 raise ValidationError(
@@ -308,7 +309,7 @@ class LabelSelector:
             try:
                 labels.validate()
             except ValidationError as err:
-                raise err.with_field_prefix(f"selector.{part}")
+                raise err.with_field_prefix(f"selector.{part}") from None
 
     def matches(self, labels: LabelSet) -> bool:
         have = _grouped(labels.labels)

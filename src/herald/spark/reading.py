@@ -15,9 +15,9 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from herald.client import BrokerClient, FragmentInfo, RetryReader, read_fragment, slice_chunks
 import pyarrow as pa
 
+from herald.client import BrokerClient, FragmentInfo, RetryReader, read_fragment, slice_chunks
 from herald.message import Envelope, Frame, Framing, FramingError, Replay
 from herald.message.columnar import scan_ndjson
 from herald.message.decode_errors import DecodeErrors

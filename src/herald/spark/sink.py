@@ -51,7 +51,7 @@ from herald.message import (
     framing_for_labels,
     mapping_by_name,
 )
-from herald.protocol.errors import ValidationError
+from herald.protocol.errors import HeraldError, Status, ValidationError
 from herald.protocol.labels import LabelSet
 from herald.spark.options import SourceOptions
 from herald.spark.state import atomic_write
@@ -263,8 +263,11 @@ def _fence(client: BrokerClient, opts: SourceOptions, token: str, journals: set[
     return journals | set(recorded)
 
 
-class FencedError(RuntimeError):
+class FencedError(HeraldError):
     """Another driver took over this sink (a newer incarnation fenced it)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Status.REGISTER_MISMATCH, message, "fenceRegister")
 
 
 def commit_batch(opts: SourceOptions, token: str, messages: Iterable[SinkCommit | None], batch_id: int) -> Record:

@@ -28,8 +28,7 @@ from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming
 from herald.protocol.labels import CONTENT_TYPE
 from herald.spark.options import SourceOptions
-from herald.spark.reading import (Piece, decode_fragment, decode_range, piece_chunks, plan_pieces, replayer,
-                                  scan_batches)
+from herald.spark.reading import Piece, decode_fragment, decode_range, piece_chunks, plan_pieces, replayer, scan_batches
 from herald.spark.rows import SPARK_SCHEMA, RowBuffer
 from herald.spark.state import Snapshot, SnapshotStore
 

@@ -28,7 +28,7 @@ class BrokerProcess:
         self.url = ""
         self.stderr_lines: list[str] = []
 
-    def start(self, port: int = 0) -> "BrokerProcess":
+    def start(self, port: int = 0) -> BrokerProcess:
         args = [sys.executable, "-m", "herald.cli.main", "serve", "--port", str(port),
                 "--data-dir", str(self.data_dir), "--file-root", str(self.file_root),
                 "--log.level", "info", *self.extra_args]
@@ -77,7 +77,7 @@ class BrokerProcess:
             self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout_s)
 
-    def restart(self, same_port: bool = True) -> "BrokerProcess":
+    def restart(self, same_port: bool = True) -> BrokerProcess:
         port = self.port if same_port else 0
         self.kill()
         return self.start(port)

@@ -32,7 +32,7 @@ class EtcdProcess:
         self.peer_url = f"http://127.0.0.1:{self.peer_port}"
         self.proc: subprocess.Popen | None = None
 
-    def start(self, initial_cluster: str | None = None, wait: bool = True) -> "EtcdProcess":
+    def start(self, initial_cluster: str | None = None, wait: bool = True) -> EtcdProcess:
         binary = shutil.which("etcd")
         if binary is None:
             raise RuntimeError("etcd is not installed (make test installs Debian's etcd-server)")
@@ -77,7 +77,7 @@ class EtcdCluster:
     def __init__(self, data_dir: Path, size: int = 3):
         self.members = [EtcdProcess(Path(data_dir) / f"m{i}", f"m{i}") for i in range(size)]
 
-    def start(self) -> "EtcdCluster":
+    def start(self) -> EtcdCluster:
         initial = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
         for member in self.members:
             member.start(initial, wait=False)

@@ -103,13 +103,13 @@ class S3Server:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self) -> "S3Server":
+    def start(self) -> S3Server:
         """Start (again: same ports and data) and block until the bucket answers."""
         if self.running:
             return self
         if not self.port:
             self._choose_ports()
-        log = open(self._log_path, "ab")
+        log = open(self._log_path, "ab")  # noqa: SIM115 — the child process owns it until stop()
         try:
             self.proc = subprocess.Popen(self._command(), stdout=log, stderr=subprocess.STDOUT,
                                          cwd=self.work_dir, start_new_session=True,
