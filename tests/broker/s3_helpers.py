@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable
-
 import httpx
 
-from herald.testing import journal_spec
+from herald.client import BrokerClient, FragmentInfo
+from herald.testing import journal_spec, wait_persisted
 
 WAIT_DEADLINE_S = 60.0
-_PAUSE_S = 0.1
 
 
 def s3_spec(server, name: str, prefix: str, **fragment) -> dict:
@@ -41,23 +37,7 @@ def fragments(http: httpx.Client, journal: str, ttl_s: float = 0) -> list[dict]:
     return resp.json()["fragments"]
 
 
-def wait_until(predicate: Callable[[], object], what: str,
-               deadline_s: float = WAIT_DEADLINE_S) -> object:
-    """Re-check ``predicate`` until it is truthy; fail loudly at the deadline."""
-    pause = threading.Event()
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if result := predicate():
-            return result
-        pause.wait(_PAUSE_S)
-    raise AssertionError(f"timed out after {deadline_s}s waiting for {what}")
-
-
-def wait_persisted(http: httpx.Client, journal: str, end: int) -> list[dict]:
-    """Fragments once every byte below ``end`` is in a persisted fragment."""
-    def persisted():
-        items = fragments(http, journal)
-        covered = max([i["fragment"]["end"] for i in items if i["fragment"]["backing_store"]],
-                      default=0)
-        return items if covered >= end else None
-    return wait_until(persisted, f"{journal} persisted up to {end}")  # type: ignore[return-value]
+def persisted_through(http: httpx.Client, journal: str, end: int) -> list[FragmentInfo]:
+    """`herald.testing.wait_persisted` for a test holding the broker's httpx client."""
+    with BrokerClient(str(http.base_url)) as client:
+        return wait_persisted(client, journal, through=end, deadline_s=WAIT_DEADLINE_S)

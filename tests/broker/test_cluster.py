@@ -10,6 +10,8 @@ import time
 import httpx
 import pytest
 
+from herald import testing
+from herald.client import BrokerClient
 from herald.testing import apply_specs, journal_spec
 
 pytestmark = pytest.mark.slow
@@ -35,15 +37,13 @@ def listed_route(url: str, journal: str) -> dict:
 
 
 def wait_for_route(url: str, journal: str, size: int, deadline_s: float = 30) -> dict:
-    """Block until the journal has a primary and ``size`` members (allocator converged)."""
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        route = listed_route(url, journal)
-        if route["primary"] == 0 and len(route["members"]) == size:
-            return route
-        time.sleep(0.1)  # wait-ok: polling the list API with a deadline (no watch client here)
-    _dump_logs()
-    raise AssertionError(f"route of {journal} did not converge: {route}")
+    """`herald.testing.wait_for_route`, printing the brokers' logs if it times out."""
+    try:
+        with BrokerClient(url, timeout_s=10) as client:
+            return testing.wait_for_route(client, journal, size, deadline_s)
+    except AssertionError:
+        _dump_logs()
+        raise
 
 
 def _dump_logs() -> None:

@@ -10,12 +10,12 @@ import subprocess
 import sys
 
 import pytest
-from s3_helpers import fragments, wait_persisted
 
 from herald.client import BrokerClient, RetryReader
 from herald.client.committed import read_committed
 from herald.protocol.errors import HeraldError, Status
 from herald.testing import BrokerProcess, apply_specs, journal_spec
+from tests.broker.s3_helpers import fragments, persisted_through
 
 JOURNAL = "vanish/journal"
 LINE = b'{"n": %d, "pad": "' + b"x" * 400 + b'"}\n'
@@ -30,8 +30,8 @@ def vanished(tmp_path):
     with proc.client() as http:
         for i in range(8):
             http.put(f"/{JOURNAL}", content=LINE % i).raise_for_status()
-        items = wait_persisted(http, JOURNAL, 4 * len(LINE % 0))
-    first = min((i["fragment"] for i in items if i["fragment"]["backing_store"]), key=lambda f: f["begin"])
+        items = persisted_through(http, JOURNAL, 4 * len(LINE % 0))
+    first = min((i.fragment.to_dict() for i in items if i.fragment.is_persisted), key=lambda f: f["begin"])
     [path] = [p for p in proc.file_root.rglob("*") if p.is_file() and p.name.startswith(f"{first['begin']:016x}")]
     path.unlink()
     yield proc, first

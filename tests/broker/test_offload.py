@@ -11,12 +11,12 @@ import time
 
 import httpx
 import pytest
-from s3_helpers import fragments, put, read_range, record, s3_spec, wait_persisted
 
 from herald.client import BrokerClient, FragmentInfo, RetryReader, read_fragment
 from herald.fragment.codecs import decompress
 from herald.protocol.fragment import Fragment
 from herald.testing import BrokerProcess, apply_specs
+from tests.broker.s3_helpers import fragments, persisted_through, put, read_range, record, s3_spec
 
 RECORDS = 8
 
@@ -33,7 +33,7 @@ def offload(seaweedfs, tmp_path_factory):
         for i in range(RECORDS):
             assert put(http, journal, record(i)).status_code == 204
             acked += record(i)
-        wait_persisted(http, journal, len(acked) - len(record(0)))
+        persisted_through(http, journal, len(acked) - len(record(0)))
     yield proc, journal, acked, prefix
     proc.kill()
 
@@ -132,7 +132,7 @@ def test_prune_removes_fragments_older_than_retention_from_the_bucket(seaweedfs,
         for name in (journal, "prune/forever"):
             for i in range(4):
                 assert put(http, name, record(i)).status_code == 204
-            wait_persisted(http, name, 3 * len(record(0)))
+            persisted_through(http, name, 3 * len(record(0)))
         later = time.time() + 7200
 
         def prune(name, **kw):

@@ -10,18 +10,16 @@ import threading
 import time
 from urllib.parse import quote
 
-from s3_helpers import (
+from herald.testing import apply_specs, journal_spec, wait_until
+from tests.broker.s3_helpers import (
     WAIT_DEADLINE_S,
     fragments,
+    persisted_through,
     put,
     read_range,
     record,
     s3_spec,
-    wait_persisted,
-    wait_until,
 )
-
-from herald.testing import apply_specs, journal_spec
 
 JOURNAL, LOCAL = "health/journal", "health/local-only"
 
@@ -51,7 +49,7 @@ def test_unhealthy_store_refuses_appends_then_recovers_with_nothing_lost(
         for i in range(3):
             assert put(http, JOURNAL, record(i)).status_code == 204
             acked += record(i)
-        wait_persisted(http, JOURNAL, 2 * len(record(0)))
+        persisted_through(http, JOURNAL, 2 * len(record(0)))
 
         server.stop()
         acked, error = append_until_refused(http, acked, first=3)
@@ -71,7 +69,7 @@ def test_unhealthy_store_refuses_appends_then_recovers_with_nothing_lost(
                           and r, "appends accepted again after the store came back")
         assert resp.headers["X-Commit-Begin"] == str(len(acked))
         acked += b"after recovery\n"
-        wait_persisted(http, JOURNAL, len(acked) - len(b"after recovery\n"))
+        persisted_through(http, JOURNAL, len(acked) - len(b"after recovery\n"))
         assert read_range(http, JOURNAL) == acked
 
     # Nothing lost: a broker on an empty disk reads every byte back from the bucket.

@@ -15,7 +15,7 @@ import trustme
 from herald.auth import AuthKeys, Capability, Claims
 from herald.client import BrokerClient, ClientSecurity, RetryReader
 from herald.protocol.labels import LabelSelector
-from herald.testing import BrokerProcess, journal_spec
+from herald.testing import BrokerProcess, journal_spec, wait_for_route
 
 pytestmark = pytest.mark.slow
 KEY = base64.b64encode(b"t" * 32).decode()
@@ -59,21 +59,11 @@ def tls_cluster(etcd, tmp_path, pki, request):
         proc.kill()
 
 
-def wait_replicated(client: BrokerClient, size: int, deadline_s: float = 30) -> None:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        [info] = client.list(f"name={JOURNAL}")
-        if info.route.get("primary") == 0 and len(info.route.get("members", [])) == size:
-            return
-        time.sleep(0.1)  # wait-ok: polling the list API with a deadline
-    raise AssertionError(f"route of {JOURNAL} did not converge")
-
-
 def test_three_broker_tls_cluster_replicates_and_proxies_with_its_own_tokens(tls_cluster, pki):
     assert all(p.url.startswith("https://127.0.0.1:") for p in tls_cluster)
     with BrokerClient(tls_cluster[0].url, security=security(pki)) as admin:
         admin.apply([{"upsert": dict(journal_spec(JOURNAL), replication=3), "expect_mod_revision": 0}])
-        wait_replicated(admin, 3)
+        wait_for_route(admin, JOURNAL, 3)
     expected = b""
     for i, proc in enumerate(tls_cluster):  # two of the three appends are proxied to the primary
         with BrokerClient(proc.url, security=security(pki)) as client:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 
 from typer.testing import CliRunner
 
@@ -39,13 +38,3 @@ def names(text: str) -> list[str]:
 def spawn(url: str, *args: str, stdin=subprocess.DEVNULL) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "herald.cli.main", "journals", *args, "--broker", url],
                             stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def wait_until(predicate, what: str, deadline_s: float = DEADLINE_S):
-    """Poll with a deadline (for effects the broker has no event for, e.g. uploads)."""
-    deadline = time.monotonic() + deadline_s
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)  # wait-ok: polling with a deadline; uploads have no event
-    return value

@@ -7,7 +7,6 @@ import sys
 
 import pytest
 import yaml
-from cli_helpers import ok, table
 from typer.testing import CliRunner
 
 from herald.cli.config import DEFAULT_BROKER_ADDRESS, config_path, editor_command, resolve_broker_address
@@ -15,6 +14,7 @@ from herald.cli.main import app
 from herald.cli.output import humanize_age, humanize_bytes, table_header
 from herald.protocol.errors import ValidationError
 from herald.testing import journal_spec
+from tests.cli.cli_helpers import ok, table
 
 
 def write_ini(home, address: str):

@@ -12,10 +12,10 @@ from collections import defaultdict
 
 import pytest
 import yaml
-from cli_helpers import DEADLINE_S, herald, ok, spawn, table, wait_until
 
 from herald.message.mapping import modulo_mapping, rendezvous_mapping
-from herald.testing import journal_spec
+from herald.testing import journal_spec, wait_until
+from tests.cli.cli_helpers import DEADLINE_S, herald, ok, spawn, table
 
 
 def apply(url: str, *specs: dict) -> None:

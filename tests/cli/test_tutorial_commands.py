@@ -8,9 +8,9 @@ import json
 
 import pytest
 import yaml
-from cli_helpers import herald, names, ok, table
 
 from herald.testing.tutorial import TUTORIAL_SPEC_YAML, TUTORIAL_TREE_YAML
+from tests.cli.cli_helpers import herald, names, ok, table
 
 EXAMPLE_YAML = TUTORIAL_SPEC_YAML + "  retention: 1h0m0s\n  flush_interval: 1m0s\n"
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
-
-from herald.client import BrokerClient, FragmentInfo
+from herald.client import BrokerClient
 from herald.keyspace.base import Change
 from herald.protocol.journal import JournalSpec
 from herald.testing import journal_spec
@@ -16,20 +14,6 @@ def create(client: BrokerClient, name: str, **fragment) -> JournalSpec:
     spec = JournalSpec.from_dict(journal_spec(name, **fragment))
     client.apply([Change(-1, upsert=spec)])
     return spec
-
-
-def wait_persisted(client: BrokerClient, journal: str, count: int) -> list[FragmentInfo]:
-    """Poll (with a deadline) until ``count`` fragments are persisted: uploads are
-    asynchronous and the broker has no event for them."""
-    deadline = time.monotonic() + DEADLINE_S
-    while True:
-        infos = client.fragments(journal, signature_ttl_s=60)
-        persisted = [i for i in infos if i.fragment.is_persisted]
-        if len(persisted) >= count:
-            return infos
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{journal}: only {len(persisted)} of {count} fragments persisted")
-        time.sleep(0.05)  # wait-ok: polling with a deadline; uploads have no event
 
 
 def metric(client: BrokerClient, name: str, journal: str | None = None) -> float:

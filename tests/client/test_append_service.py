@@ -5,10 +5,10 @@ from __future__ import annotations
 import concurrent.futures as cf
 
 import pytest
-from client_helpers import DEADLINE_S, create, metric
 
 from herald.client import AppendService, BrokerClient, WatchedList
 from herald.protocol.errors import JournalNotFoundError, ValidationError
+from tests.client.client_helpers import DEADLINE_S, create, metric
 
 PUTS = "herald_broker_append_seconds_count"
 

@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 
 import pytest
-from client_helpers import create
 
 from herald.client import AsyncBrokerClient, BrokerClient
 from herald.client import _protocol as ops
@@ -20,6 +19,7 @@ from herald.protocol.errors import (
     ValidationError,
 )
 from herald.protocol.labels import LabelSelector, LabelSet
+from tests.client.client_helpers import create
 
 
 def test_append_returns_commit_and_read_returns_the_bytes(client):

@@ -8,9 +8,10 @@ import threading
 import time
 
 import pytest
-from client_helpers import DEADLINE_S, create, wait_persisted
 
 from herald.client import BrokerClient, FragmentInfo, OffloadReader, RetryReader, read_fragment
+from herald.testing import wait_persisted
+from tests.client.client_helpers import DEADLINE_S, create
 
 BLOCK = b"".join(b'{"n": %6d, "pad": "%s"}\n' % (i, b"x" * 40) for i in range(40))  # ~2.6 KiB
 

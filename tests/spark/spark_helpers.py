@@ -1,53 +1,12 @@
-"""Helpers for the Spark tests: journals, publishers, read-backs (imported by
-module name: tests/spark has no package, and ``conftest`` is ambiguous)."""
+"""Helpers for the Spark tests: read-backs and query runners (journals, producers
+and waits come from `herald.testing`)."""
 
 from __future__ import annotations
 
-import os
-import time
-
 from herald.client import BrokerClient
-from herald.message import Clock, ProducerID, PublisherCore, framing_for
-from herald.testing import apply_specs, journal_spec
+from herald.message import framing_for
 
 NDJSON = framing_for("application/x-ndjson")
-
-
-def make_journals(broker, *names: str, labels: dict | None = None, **fragment) -> list[str]:
-    specs = []
-    for name in names:
-        spec = journal_spec(name, **fragment)
-        for k, v in (labels or {}).items():
-            spec["labels"].append({"name": k, "value": v})
-        specs.append(spec)
-    apply_specs(broker.url, *specs)
-    return list(names)
-
-
-class Producer:
-    """A publisher writing straight to a journal (tests drive txns by hand)."""
-
-    def __init__(self, client: BrokerClient) -> None:
-        self.client = client
-        self.core = PublisherCore(ProducerID.new(os.urandom(6)), Clock.from_unix_ns(time.time_ns()))
-
-    def committed(self, journal: str, *bodies: dict) -> bytes:
-        data = b"".join(self.core.stamp_committed(journal, NDJSON, b) for b in bodies)
-        self.client.append(journal, data)
-        return data
-
-    def uncommitted(self, journal: str, *bodies: dict, send: bool = True) -> bytes:
-        data = b"".join(self.core.stamp_uncommitted(journal, NDJSON, b) for b in bodies)
-        if send:
-            self.client.append(journal, data)
-        return data
-
-    def ack(self, send: bool = True) -> list:
-        intents = self.core.build_ack_intents()
-        if send:
-            for i in intents:
-                self.client.append(i.journal, i.data)
-        return intents
 
 
 def ns(row_values) -> list[int]:
@@ -74,19 +33,6 @@ def reference_committed(client: BrokerClient, journal: str) -> list[bytes]:
         return [e for e in envs if lo <= e.begin and e.end <= hi]
 
     return [e.value for e in sequence(envs, Sequencer(ring_size=4), replay, include_acks=False)]
-
-
-def wait_persisted(client: BrokerClient, journal: str, at_least: int, deadline_s: float = 30) -> None:
-    """Until ``journal`` has ``at_least`` persisted fragments (the persister runs
-    in the background; this waits on its observable result, with a deadline)."""
-    stop = time.monotonic() + deadline_s
-    while True:
-        n = sum(1 for i in client.fragments(journal) if i.fragment.is_persisted)
-        if n >= at_least:
-            return
-        if time.monotonic() > stop:
-            raise AssertionError(f"{journal}: only {n} persisted fragments after {deadline_s}s")
-        time.sleep(0.05)  # wait-ok: polling with a deadline; uploads have no event
 
 
 def spark_values(df) -> list[bytes]:

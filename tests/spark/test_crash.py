@@ -13,7 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from spark_helpers import Producer, make_journals, reference_committed
+
+from herald.testing import Producer, make_journals
+from tests.spark.spark_helpers import reference_committed
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 CHILD = Path(__file__).with_name("crash_child.py")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from spark_helpers import Producer, make_journals, run_stream
 from typer.testing import CliRunner
 
 from herald.cli.pipelines import pipelines_app
 from herald.spark.lag import checkpoint_offsets
+from herald.testing import Producer, make_journals
+from tests.spark.spark_helpers import run_stream
 
 pytestmark = pytest.mark.spark
 

@@ -4,17 +4,10 @@ through the broker, read-committed across fragment boundaries."""
 from __future__ import annotations
 
 import pytest
-from spark_helpers import (
-    Producer,
-    broker_bytes,
-    herald_read,
-    make_journals,
-    reference_committed,
-    spark_values,
-    wait_persisted,
-)
 
 from herald.spark.reading import plan_pieces
+from herald.testing import Producer, make_journals, wait_persisted
+from tests.spark.spark_helpers import broker_bytes, herald_read, reference_committed, spark_values
 
 pytestmark = pytest.mark.spark
 

@@ -6,12 +6,13 @@ import json
 
 import pyarrow as pa
 import pytest
-from spark_helpers import Producer, herald_read, make_journals, reference_committed
 
 from herald.message import modulo_mapping
 from herald.protocol.errors import HeraldError
 from herald.spark.options import SourceOptions
 from herald.spark.sink import FencedError, commit_batch, publish_rows
+from herald.testing import Producer, make_journals
+from tests.spark.spark_helpers import herald_read, reference_committed
 
 pytestmark = pytest.mark.spark
 

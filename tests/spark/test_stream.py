@@ -8,7 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from spark_helpers import Producer, make_journals, reference_committed, run_stream, stream_rows
+
+from herald.testing import Producer, make_journals
+from tests.spark.spark_helpers import reference_committed, run_stream, stream_rows
 
 pytestmark = pytest.mark.spark
 

@@ -2,10 +2,14 @@
 
 ``herald.testing.plugin`` provides fixtures: ``broker`` (a real ``herald serve``
 process on a free loopback port, in a temp data dir) and ``broker_factory`` for
-tests that need to kill, restart or share a fragment root. Every wait has a
-deadline and fails loudly.
+tests that need to kill, restart or share a fragment root. `make_journals` and
+`Producer` set up journals and messages; every wait (`wait_until`,
+`wait_persisted`, `wait_for_route`) has a deadline and fails loudly.
 """
 
 from herald.testing.broker import BrokerProcess, apply_specs, journal_spec, seed_journal
+from herald.testing.messages import Producer, make_journals
+from herald.testing.waiting import wait_for_route, wait_persisted, wait_until
 
-__all__ = ["BrokerProcess", "apply_specs", "journal_spec", "seed_journal"]
+__all__ = ["BrokerProcess", "Producer", "apply_specs", "journal_spec", "make_journals", "seed_journal",
+           "wait_for_route", "wait_persisted", "wait_until"]
