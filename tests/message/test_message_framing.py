@@ -15,7 +15,6 @@ from herald.message.framing import (
     Frame,
     FramingError,
     NDJSONFraming,
-    ack_body,
     framing_for,
 )
 from herald.message.uuid import ACK_TXN, build_uuid, uuid_str
@@ -49,7 +48,7 @@ def test_ndjson_encode_of_dict_replaces_existing_uuid_field():
 
 def test_ndjson_ack_is_just_the_uuid_field():
     f = NDJSONFraming()
-    assert f.encode(ack_body(f), U2) == b'{"UUID":"' + uuid_str(U2).encode() + b'"}\n'
+    assert f.encode(f.ack_body(), U2) == b'{"UUID":"' + uuid_str(U2).encode() + b'"}\n'
     assert orjson.loads(f.encode(b"{ }", U2)) == {"UUID": uuid_str(U2)}
 
 
@@ -155,7 +154,7 @@ def test_csv_round_trip_with_quotes_commas_and_newlines():
 def test_csv_uuid_column_is_configurable_and_ack_pads_to_it():
     f = CSVFraming(uuid_column=2)
     assert f.encode(["a", "b", "c"], U1) == b"a,b," + uuid_str(U1).encode() + b",c\n"
-    ack = f.encode(ack_body(f), U2)
+    ack = f.encode(f.ack_body(), U2)
     assert ack == b",," + uuid_str(U2).encode() + b"\n"
     [frame] = f.decoder().feed(ack, 0)
     assert frame.uuid == U2
@@ -198,7 +197,7 @@ def test_fixed_chunked_feed_round_trips(payloads, chunk):
 def test_fixed_bad_magic_skips_to_next_frame_and_reports_skipped_bytes():
     f = FixedFraming()
     good = f.encode(b"x", U1)
-    data = good + b"garbage!" + good + f.encode(ack_body(f), U2)
+    data = good + b"garbage!" + good + f.encode(f.ack_body(), U2)
     events = f.decoder().feed(data, 1000)
     assert [type(e).__name__ for e in events] == ["Frame", "FramingError", "Frame", "Frame"]
     err = events[1]

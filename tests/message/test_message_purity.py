@@ -11,7 +11,7 @@ FORBIDDEN_MODULES = {"asyncio", "aiohttp", "httpx", "fsspec", "pyspark", "os", "
 
 
 def test_message_modules_import_nothing_impure():
-    for path in SRC.glob("*.py"):
+    for path in SRC.rglob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):

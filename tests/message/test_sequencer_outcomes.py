@@ -4,7 +4,8 @@ envelopes, offsets and the tracked producer state."""
 
 import pytest
 
-from herald.message.sequencer import Checkpoint, Envelope, ProducerState, ReplayError, Sequencer
+from herald.message.checkpoint import Checkpoint, ProducerState
+from herald.message.sequencer import Envelope, ReplayError, Sequencer
 from herald.message.sequencer import QueueOutcome as Q
 from herald.message.uuid import ACK_TXN as ACK
 from herald.message.uuid import CONTINUE_TXN as CONT

@@ -14,12 +14,15 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from herald.broker.metrics import METRICS
 from herald.fragment.health import health_of
+from herald.fragment.index import Index
 from herald.fragment.persister import persist
-from herald.fragment.stores import list_fragments
+from herald.fragment.stores import Store, list_fragments
 from herald.protocol.fragment import Fragment
+from herald.protocol.journal import JournalSpec
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +39,28 @@ class Completed:
     commits_path: Path
 
 
+class KeptJournal(Protocol):
+    """What the keeper needs of its journal, and nothing more: its spec and stores
+    (read), its index (updated), and two nudges — wake blocked readers, and wake
+    the append task to roll a spool that became the first fragment."""
+
+    spec: JournalSpec
+    stores: list[Store]
+    index: Index
+    roll_if_first: bool
+
+    @property
+    def write_head(self) -> int: ...
+
+    def wake_readers(self) -> None: ...
+
+    def poke(self) -> None: ...
+
+
 class FragmentKeeper:
     """Persists, lists and prunes one journal's fragments (tasks owned by the journal)."""
 
-    def __init__(self, journal) -> None:
+    def __init__(self, journal: KeptJournal) -> None:
         self.journal = journal
         self.completed: asyncio.Queue[Completed] = asyncio.Queue()
         self.refresh_now = asyncio.Event()

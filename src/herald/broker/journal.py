@@ -16,7 +16,6 @@ restart on an empty disk [I-FRAG-1]) join the index.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import math
 import time
@@ -26,9 +25,11 @@ from urllib.parse import quote
 
 from herald.broker.fragments import Completed, FragmentKeeper
 from herald.broker.metrics import METRICS
+from herald.broker.replica import ReplicaSide
+from herald.broker.replication import Pipeline
 from herald.fragment.health import health_of
 from herald.fragment.index import Index, Located
-from herald.fragment.spool import Spool, recover_spools
+from herald.fragment.spool import Spool, recover_spools, write_and_sync, write_and_sync_data
 from herald.fragment.stores import Store
 from herald.protocol.errors import HeraldError, RegisterMismatchError, Status, ValidationError
 from herald.protocol.fragment import Fragment
@@ -62,8 +63,11 @@ class _Pending:
     future: asyncio.Future = field(default=None)  # type: ignore[assignment]
 
 
-class Journal:
-    """A served journal. Create with ``await Journal.open(...)``; ``await close()`` it."""
+class Journal(ReplicaSide):
+    """A served journal. Create with ``await Journal.open(...)``; ``await close()`` it.
+
+    Its role is set by the broker through `become_primary` and `demote`; the
+    replica's side of replication (writes a primary sends) is `ReplicaSide`."""
 
     def __init__(self, spec: JournalSpec, data_dir: Path, stores: list[Store]):
         self.spec = spec
@@ -81,7 +85,7 @@ class Journal:
         # Cluster role: a primary replicates through ``pipeline`` (None: embedded or a
         # peerset of one); a non-primary replica only takes replicated writes.
         self.is_primary = True
-        self.pipeline = None
+        self.pipeline: Pipeline | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -133,6 +137,18 @@ class Journal:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._spool:
             self._spool.close()
+
+    # -- role --------------------------------------------------------------------------
+
+    def become_primary(self, pipeline: Pipeline | None) -> None:
+        """Take appends, replicating each group through ``pipeline`` (None: a peerset
+        of one). A new pipeline syncs its peers before the next group commits."""
+        self.is_primary, self.pipeline = True, pipeline
+
+    def demote(self) -> None:
+        """Stop taking appends (another broker is primary, or our lease is gone);
+        replicated writes from the primary are still taken."""
+        self.is_primary, self.pipeline = False, None
 
     def update_spec(self, spec: JournalSpec, stores: list[Store]) -> None:
         """A new revision of the spec: takes effect at the next roll / refresh."""
@@ -254,9 +270,9 @@ class Journal:
         loop = asyncio.get_running_loop()
         now = time.time()
         if self.pipeline is None:
-            return await loop.run_in_executor(None, _write_and_sync, spool, contents, registers, now)
+            return await loop.run_in_executor(None, write_and_sync, spool, contents, registers, now)
         fragment_begin, begin = spool.begin, spool.end
-        local = loop.run_in_executor(None, _write_and_sync_data, spool, contents)
+        local = loop.run_in_executor(None, write_and_sync_data, spool, contents)
         remote = self.pipeline.replicate(fragment_begin, begin, b"".join(contents), registers)
         results = await asyncio.gather(local, remote, return_exceptions=True)
         for result in results:
@@ -330,64 +346,6 @@ class Journal:
             await asyncio.sleep(max(1.0, min(60.0, self.spec.fragment.flush_interval_s or 60.0) / 4))
             self._queue.put_nowait(None)
 
-    # -- replication (cluster mode) ------------------------------------------------------
-
-    async def apply_replicated(self, fragment_begin: int, begin: int, content: bytes,
-                               registers: LabelSet) -> str:
-        """A peer's side of a primary's group commit; returns the fragment's SHA1.
-
-        The primary decides fragment boundaries: when it rolled, ``fragment_begin``
-        says so and this replica rolls too, so replicas write identical fragments.
-        """
-        async with self._spool_lock:
-            spool = self._spool
-            assert spool is not None
-            if spool.end != begin or fragment_begin not in (spool.begin, spool.end):
-                raise HeraldError(Status.PROPOSAL_MISMATCH,
-                                  f"replica of {self.spec.name} is at {spool.end}, not {begin}",
-                                  extra={"write_head": spool.end})
-            if fragment_begin != spool.begin:
-                self._roll()
-            spool = self._spool
-            await asyncio.get_running_loop().run_in_executor(
-                None, _write_and_sync, spool, [content], registers, time.time())
-            self.index.add_local(spool.fragment(), spool.path)
-            self.wake_readers()
-            return spool.fragment().sum
-
-    async def sync_to(self, end: int, registers: LabelSet,
-                      fragment_begin: int) -> tuple[int, int, LabelSet]:
-        """A peer's side of a pipeline sync: roll forward to ``end`` if behind.
-
-        A replica ahead of the primary answers with its own end and registers, and
-        the primary rolls forward to it (the most advanced replica wins).
-        """
-        async with self._spool_lock:
-            spool = self._spool
-            assert spool is not None
-            if spool.end < end:
-                self.roll_forward(end, registers)
-            elif spool.end == end and spool.begin != fragment_begin and fragment_begin == end:
-                self._roll()  # the primary just rolled: start the next fragment with it
-            return self.spool_position()
-
-    def roll(self) -> None:
-        """Complete the current spool now (it is persisted next). Callers hold the
-        spool lock (the append task does)."""
-        self._roll()
-
-    def roll_forward(self, end: int, registers: LabelSet) -> None:
-        """Start a new spool at ``end`` (bytes before it come from another replica's
-        fragments, via the store). Callers hold the spool lock."""
-        spool = self._spool
-        assert spool is not None
-        if spool.end != end:
-            self._replace_spool(self._new_spool(end, registers))
-        else:
-            self._roll()
-        self.fragments.refresh_now.set()
-        log.info("journal=%s rolled forward to %d", self.spec.name, end)
-
     # -- reads -------------------------------------------------------------------------
 
     def locate(self, offset: int) -> Located | None:
@@ -420,21 +378,3 @@ def _check_registers(group: list[_Pending], registers: LabelSet):
         accepted.append((pending, registers))
         contents.append(pending.content)
     return accepted, contents, registers
-
-
-def _write_and_sync_data(spool: Spool, contents: list[bytes]) -> list[str]:
-    """Write a group's bodies and fdatasync them, uncommitted (executor)."""
-    sums = []
-    for content in contents:
-        spool.write(content)
-        sums.append(hashlib.sha1(content).hexdigest())
-    spool.sync_data()
-    return sums
-
-
-def _write_and_sync(spool: Spool, contents: list[bytes], registers: LabelSet,
-                    now_unix: float) -> list[str]:
-    """Write a group's bodies, fdatasync once, commit; per-body SHA1s (executor)."""
-    sums = _write_and_sync_data(spool, contents)
-    spool.commit(registers, now_unix)
-    return sums

@@ -145,17 +145,20 @@ class Broker:
 
     def _set_role(self, journal: Journal, route: Route) -> None:
         """Primary or replica; a primary whose peerset changed gets a fresh pipeline."""
-        journal.is_primary = route.primary_member == self.member_id
+        if route.primary_member != self.member_id:
+            journal.demote()
+            return
         peers = [e for m, e in zip(route.members, route.endpoints) if m != self.member_id]
-        old = journal.pipeline
-        if not journal.is_primary or not peers:
-            journal.pipeline = None
-        elif old is None or old.peers != peers:
+        if not peers:
+            journal.become_primary(None)
+        elif journal.pipeline is None or journal.pipeline.peers != peers:
             name = journal.spec.name
-            journal.pipeline = Pipeline(name, peers, self.session, lambda: self._advertise(name),
-                                        primary=str(self.member_id),
-                                        credentials=lambda: self.peer_headers(Capability.REPLICATE, name))
+            journal.become_primary(Pipeline(name, peers, self.session, lambda: self._advertise(name),
+                                            primary=str(self.member_id),
+                                            credentials=lambda: self.peer_headers(Capability.REPLICATE, name)))
             journal.poke()  # sync the new peerset now, without waiting for an append
+        else:
+            journal.become_primary(journal.pipeline)  # same peers: keep the synced pipeline
 
     async def _advertise(self, name: str) -> None:
         """Write the route into every assignment of ``name`` (marks it consistent)."""
@@ -255,7 +258,7 @@ class Broker:
     async def _keep_lease(self, ttl_s: int) -> None:
         await self.keyspace.keep_alive(ttl_s)
         for journal in self.journals.values():  # stop acting as primary at once
-            journal.is_primary, journal.pipeline = False, None
+            journal.demote()
         self.lease_lost.set()
 
     async def _follow_keyspace(self) -> None:

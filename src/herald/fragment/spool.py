@@ -98,15 +98,6 @@ class Spool:
         """A snapshot of the running SHA1, to roll back to if the next write fails."""
         return self._sha1.copy()
 
-    def sync(self, registers: LabelSet, now_unix: float) -> None:
-        """Make pending bytes durable and commit them (blocking: run in an executor).
-
-        Order matters for crash safety: data fdatasync, then the commit line, then its
-        fdatasync. Only after this returns may the appends be acknowledged [I-APPEND-3].
-        """
-        self.sync_data()
-        self.commit(registers, now_unix)
-
     def sync_data(self) -> None:
         """fdatasync the pending bytes without committing them (blocking)."""
         os.fdatasync(self._fd)
@@ -228,3 +219,21 @@ def _last_commit(commits_path: Path, begin: int) -> tuple[int, LabelSet, float |
         registers = LabelSet.from_list(record.get("registers", []))
         first = record.get("first_append_unix", first)
     return end, registers, first
+
+
+def write_and_sync_data(spool: Spool, contents: list[bytes]) -> list[str]:
+    """Write a group's bodies and fdatasync them, uncommitted (blocking: run it in an executor)."""
+    sums = []
+    for content in contents:
+        spool.write(content)
+        sums.append(hashlib.sha1(content).hexdigest())
+    spool.sync_data()
+    return sums
+
+
+def write_and_sync(spool: Spool, contents: list[bytes], registers: LabelSet,
+                    now_unix: float) -> list[str]:
+    """Write a group's bodies, fdatasync once, commit; per-body SHA1s (blocking: run it in an executor)."""
+    sums = write_and_sync_data(spool, contents)
+    spool.commit(registers, now_unix)
+    return sums

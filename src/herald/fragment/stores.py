@@ -46,7 +46,7 @@ import fsspec
 
 from herald.protocol.errors import ValidationError
 from herald.protocol.fragment import Fragment, parse_content_path
-from herald.protocol.journal import STORE_QUERY_ARGS, validate_store_url
+from herald.protocol.store_urls import STORE_QUERY_ARGS, validate_store_url
 
 __all__ = [
     "FileStore",

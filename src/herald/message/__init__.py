@@ -23,6 +23,7 @@ the Publisher (stamping, ACK intents) and journal mappings.
     (b'"n":1}', True)
 """
 
+from herald.message.checkpoint import Checkpoint, ProducerState
 from herald.message.framing import (
     CSVFraming,
     Decoder,
@@ -31,7 +32,6 @@ from herald.message.framing import (
     Framing,
     FramingError,
     NDJSONFraming,
-    ack_body,
     framing_for,
     framing_for_labels,
 )
@@ -46,14 +46,7 @@ from herald.message.mapping import (
     rendezvous_mapping,
 )
 from herald.message.publisher import AckIntent, PublisherCore
-from herald.message.sequencer import (
-    Checkpoint,
-    Envelope,
-    ProducerState,
-    QueueOutcome,
-    ReplayError,
-    Sequencer,
-)
+from herald.message.sequencer import Envelope, QueueOutcome, ReplayError, Sequencer
 from herald.message.sequencing import Replay, is_ack, sequence
 from herald.message.uuid import (
     ACK_TXN,
@@ -104,7 +97,6 @@ __all__ = [
     "ReplayError",
     "Sequencer",
     "ZERO_UUID",
-    "ack_body",
     "build_uuid",
     "clock_to_unix_ns",
     "duration_to_clock",

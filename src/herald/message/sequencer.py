@@ -26,10 +26,10 @@ import enum
 import logging
 import struct
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from herald.message.uuid import ACK_TXN, CONTINUE_TXN, OUTSIDE_TXN, ProducerID, flags_str, parse_uuid
+from herald.message.checkpoint import Checkpoint, ProducerState
+from herald.message.uuid import ACK_TXN, CONTINUE_TXN, OUTSIDE_TXN, flags_str, parse_uuid
 from herald.protocol.errors import ValidationError
 
 __all__ = ["Checkpoint", "Envelope", "ProducerState", "QueueOutcome", "ReplayError", "Sequencer"]
@@ -108,67 +108,6 @@ _SPANS = frozenset({QueueOutcome.CONTINUE_BEGIN_SPAN, QueueOutcome.CONTINUE_EXTE
 # Enum class attribute access is slow; the hot path uses these module aliases.
 (_OUT_ACKED, _OUT_COMMIT, _CONT_ACKED, _CONT_LARGER, _CONT_BEGIN, _CONT_EXTEND,
  _ACK_ROLLBACK, _ACK_EMPTY, _ACK_RING, _ACK_REPLAY) = tuple(QueueOutcome)
-
-
-@dataclass(frozen=True, slots=True)
-class ProducerState:
-    """What a checkpoint keeps of one journal + producer: the last ACK clock and
-    the offset where its open span began (-1 if none)."""
-
-    journal: str
-    producer: bytes
-    last_ack: int
-    begin: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"journal": self.journal, "producer": self.producer.hex(), "last_ack": self.last_ack,
-                "begin": self.begin}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], field: str = "state") -> ProducerState:
-        if not isinstance(d, Mapping):
-            raise ValidationError(field, "want an object")
-        journal = d.get("journal")
-        if not isinstance(journal, str) or not journal:
-            raise ValidationError(f"{field}.journal", "want a non-empty string")
-        try:
-            producer = ProducerID.from_hex(d.get("producer") or "")
-        except (ValueError, TypeError) as exc:
-            raise ValidationError(f"{field}.producer", f"want 12 hex digits ({exc})") from None
-        last_ack, begin = d.get("last_ack"), d.get("begin")
-        if type(last_ack) is not int or not 0 <= last_ack < 1 << 64:
-            raise ValidationError(f"{field}.last_ack", f"want a uint64 clock, got {last_ack!r}")
-        if type(begin) is not int or begin < -1:
-            raise ValidationError(f"{field}.begin", f"want an offset or -1, got {begin!r}")
-        return cls(journal, bytes(producer), last_ack, begin)
-
-
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
-    """Sequencer state as a JSON-able dict: read-through offsets per journal and
-    producer states. Spark streaming stores it with each batch."""
-
-    offsets: Mapping[str, int]
-    states: tuple[ProducerState, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"offsets": dict(self.offsets), "states": [s.to_dict() for s in self.states]}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], field: str = "checkpoint") -> Checkpoint:
-        if not isinstance(d, Mapping):
-            raise ValidationError(field, "want an object")
-        offsets = d.get("offsets", {})
-        if not isinstance(offsets, Mapping):
-            raise ValidationError(f"{field}.offsets", "want an object of journal: offset")
-        for journal, offset in offsets.items():
-            if type(offset) is not int or offset < 0:
-                raise ValidationError(f"{field}.offsets[{journal}]", f"want an offset >= 0, got {offset!r}")
-        states = d.get("states", [])
-        if not isinstance(states, list):
-            raise ValidationError(f"{field}.states", "want a list")
-        parsed = tuple(ProducerState.from_dict(s, f"{field}.states[{i}]") for i, s in enumerate(states))
-        return cls(dict(offsets), parsed)
 
 
 class ReplayError(ValueError):

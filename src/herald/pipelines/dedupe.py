@@ -149,9 +149,7 @@ def spark_session(master: str = "local[2]", shuffle_partitions: int = 4) -> Any:
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-             .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
-             .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-             .getOrCreate())
+             .getOrCreate())  # the state store is set by configure_state_store, at start
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

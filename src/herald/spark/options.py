@@ -11,7 +11,6 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from herald.client import BrokerClient, ClientSecurity
 from herald.message import MAPPINGS
@@ -138,7 +137,3 @@ class SourceOptions:
             raise ValidationError("stateLocation", f"required for {what}: a directory for herald's checkpoints")
         return self.state_location
 
-    def with_(self, **changes: Any) -> SourceOptions:
-        from dataclasses import replace
-
-        return replace(self, **changes)

@@ -1,0 +1,82 @@
+"""The replica's side of replication: applying the writes and syncs a primary sends.
+
+A mixin of `Journal` (one journal, one spool, one lock), kept in its own module so
+the primary's append path and the replica's read apart: the primary decides
+fragment boundaries and offsets, and a replica follows — rolling when the primary
+rolled, rolling forward when the primary is ahead — so every replica writes the
+same fragments under the same names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from herald.fragment.spool import write_and_sync
+from herald.protocol.errors import HeraldError, Status
+from herald.protocol.labels import LabelSet
+
+log = logging.getLogger(__name__)
+
+
+class ReplicaSide:
+    """Replicated writes and syncs, and rolling forward (callers of the last hold
+    the spool lock). Relies on `Journal`'s spool, lock, index and roll methods."""
+
+    async def apply_replicated(self, fragment_begin: int, begin: int, content: bytes,
+                               registers: LabelSet) -> str:
+        """A peer's side of a primary's group commit; returns the fragment's SHA1.
+
+        The primary decides fragment boundaries: when it rolled, ``fragment_begin``
+        says so and this replica rolls too, so replicas write identical fragments.
+        """
+        async with self._spool_lock:
+            spool = self._spool
+            assert spool is not None
+            if spool.end != begin or fragment_begin not in (spool.begin, spool.end):
+                raise HeraldError(Status.PROPOSAL_MISMATCH,
+                                  f"replica of {self.spec.name} is at {spool.end}, not {begin}",
+                                  extra={"write_head": spool.end})
+            if fragment_begin != spool.begin:
+                self._roll()
+            spool = self._spool
+            await asyncio.get_running_loop().run_in_executor(
+                None, write_and_sync, spool, [content], registers, time.time())
+            self.index.add_local(spool.fragment(), spool.path)
+            self.wake_readers()
+            return spool.fragment().sum
+
+    async def sync_to(self, end: int, registers: LabelSet,
+                      fragment_begin: int) -> tuple[int, int, LabelSet]:
+        """A peer's side of a pipeline sync: roll forward to ``end`` if behind.
+
+        A replica ahead of the primary answers with its own end and registers, and
+        the primary rolls forward to it (the most advanced replica wins).
+        """
+        async with self._spool_lock:
+            spool = self._spool
+            assert spool is not None
+            if spool.end < end:
+                self.roll_forward(end, registers)
+            elif spool.end == end and spool.begin != fragment_begin and fragment_begin == end:
+                self._roll()  # the primary just rolled: start the next fragment with it
+            return self.spool_position()
+
+    def roll(self) -> None:
+        """Complete the current spool now (it is persisted next). Callers hold the
+        spool lock (the append task does)."""
+        self._roll()
+
+    def roll_forward(self, end: int, registers: LabelSet) -> None:
+        """Start a new spool at ``end`` (bytes before it come from another replica's
+        fragments, via the store). Callers hold the spool lock."""
+        spool = self._spool
+        assert spool is not None
+        if spool.end != end:
+            self._replace_spool(self._new_spool(end, registers))
+        else:
+            self._roll()
+        self.fragments.refresh_now.set()
+        log.info("journal=%s rolled forward to %d", self.spec.name, end)
+
