@@ -45,3 +45,28 @@ def test_a_port_in_use_is_one_line_naming_the_flag(broker_factory, tmp_path):
     assert other.proc.wait(30) == 1
     assert "cannot listen on" in str(err.value) and "--host/--port" in str(err.value)
     assert "Traceback" not in str(err.value)
+
+
+def test_broker_raises_its_soft_open_file_limit_to_the_hard_limit(tmp_path):
+    import resource
+    import subprocess
+    import sys
+
+    from herald.testing import READY_PREFIX
+
+    def low_soft_limit():
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+
+    proc = subprocess.Popen([sys.executable, "-m", "herald.cli.main", "serve", "--port", "0",
+                             "--data-dir", str(tmp_path / "d")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=low_soft_limit)
+    try:
+        assert proc.stdout.readline().startswith(READY_PREFIX)
+        limits = open(f"/proc/{proc.pid}/limits").read()
+        [line] = [ln for ln in limits.splitlines() if ln.startswith("Max open files")]
+        soft, hard = line.split()[3:5]
+        assert soft == hard and soft != "256"
+    finally:
+        proc.kill()
+        proc.wait(10)

@@ -54,8 +54,11 @@ class Allocator:
                 except HeraldError as err:
                     log.info("allocation round lost a race (%s); retrying", err.message)
                     self._changed.set()
-                except Exception:  # process edge: one bad round must not end allocation
-                    log.exception("allocation round failed; retrying")
+                except Exception as err:  # process edge: one bad round must not end allocation
+                    if type(err).__module__.startswith("aetcd") or isinstance(err, (OSError, TimeoutError)):
+                        log.warning("allocation round failed: etcd unreachable (%s); retrying", type(err).__name__)
+                    else:
+                        log.exception("allocation round failed; retrying")
                     await asyncio.sleep(RETRY_S)
                     self._changed.set()
 

@@ -219,14 +219,15 @@ class Journal(ReplicaSide):
             return  # only pulses reach here: appends to a non-primary are refused earlier
         self._maybe_roll(time.time())
         if self.pipeline is not None and not self.pipeline.synced:
+            pipeline = self.pipeline
             try:
-                await self.pipeline.sync(self)
-            except HeraldError as err:
-                log.warning("journal=%s replication sync failed: %s", self.spec.name, err.message)
+                await pipeline.sync(self)
+            except HeraldError as err:  # logged by the pipeline, at a bounded rate
                 for pending in group:
                     pending.future.set_exception(err)
-                # Peers may lag our view of the route by a moment: try again shortly.
-                asyncio.get_running_loop().call_later(SYNC_RETRY_S, self.poke)
+                # Peers may lag our view of the route, or be down: try again when due.
+                loop = asyncio.get_running_loop()
+                loop.call_later(max(SYNC_RETRY_S, pipeline.pacer.wait_s(loop.time())), self.poke)
                 return
         if group:
             await self._commit_group(group)

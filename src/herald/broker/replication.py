@@ -23,6 +23,7 @@ import orjson
 from aiohttp import web
 
 from herald.broker.authz import authorize_journal
+from herald.broker.backoff import RetryPacer
 from herald.protocol.errors import HeraldError, Status, ValidationError, with_field_prefix
 from herald.protocol.labels import LabelSet
 
@@ -46,13 +47,29 @@ class Pipeline:
         self.session = session
         self.advertise = advertise
         self.synced = False
+        self.pacer = RetryPacer()  # spaces syncs to peers that keep failing
 
     async def sync(self, journal) -> None:
         """Bring every peer to the primary's end (or the primary to the furthest peer's).
 
         Afterwards every replica's spool begins and ends where the primary's does, so
-        their fragments are identical and persist under the same names.
+        their fragments are identical and persist under the same names. After a
+        failure, attempts before the pacer's next slot fail at once (no network).
         """
+        now = asyncio.get_running_loop().time()
+        if wait_s := self.pacer.wait_s(now):
+            raise HeraldError(Status.INSUFFICIENT_JOURNAL_BROKERS,
+                              f"replicas of {self.journal} are unreachable; next try in {wait_s:.1f} s")
+        try:
+            await self._sync(journal)
+        except HeraldError as err:
+            if warning := self.pacer.failed(asyncio.get_running_loop().time()):
+                log.warning("journal=%s replication to %s failing (%s): %s",
+                            self.journal, ", ".join(self.peers), warning, err.message)
+            raise
+        self.pacer.succeeded()
+
+    async def _sync(self, journal) -> None:
         answers = await self._scatter_sync(journal)
         furthest = max(answers, key=lambda a: a[1])
         if furthest[1] > journal.write_head:

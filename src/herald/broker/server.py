@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import signal
 
 import orjson
@@ -112,8 +113,24 @@ async def stop_within_deadline(broker: Broker) -> None:
                     "on local disk and persisted after restart)", STOP_DEADLINE_S)
 
 
+def raise_open_file_limit() -> int:
+    """Raise the soft limit on open descriptors to the hard limit, as Go's runtime
+    does at start: a broker holds descriptors per served journal and connection,
+    and the common soft default (1024) is far below what the machine allows.
+    Returns the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError) as err:
+            log.warning("cannot raise the open-file limit from %d to %d: %s", soft, hard, err)
+    return soft
+
+
 async def serve(settings: BrokerSettings, ready=print) -> None:
     """Run a broker until SIGTERM/SIGINT; ``ready`` gets the one 'listening' line."""
+    log.info("open-file limit %d", raise_open_file_limit())
     broker = Broker(settings)
     endpoint = await broker.start(make_app(broker))
     stop = asyncio.Event()
@@ -121,9 +138,5 @@ async def serve(settings: BrokerSettings, ready=print) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     ready(f"herald broker listening on {endpoint}")
-    lease_lost = asyncio.ensure_future(broker.lease_lost.wait())
-    await asyncio.wait([asyncio.ensure_future(stop.wait()), lease_lost],
-                       return_when=asyncio.FIRST_COMPLETED)
+    await stop.wait()  # a lost etcd lease is healed in-process (Broker._keep_lease)
     await stop_within_deadline(broker)
-    if lease_lost.done():
-        raise SystemExit("herald: the broker's etcd lease expired; exiting so it can rejoin afresh")

@@ -19,11 +19,13 @@ import secrets
 import socket
 import ssl
 
+import aetcd.exceptions
 import aiohttp
 from aiohttp import web
 
 from herald.auth import AuthKeys, Capability
 from herald.broker.authz import PeerTokens
+from herald.broker.backoff import RetryPacer
 from herald.broker.datadir import DataDirLock
 from herald.broker.journal import Journal
 from herald.broker.ratelimit import AppendRates
@@ -58,9 +60,10 @@ class Broker:
         self._keyspace_changed = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._runner: web.AppRunner | None = None
-        self.lease_lost = asyncio.Event()
         self._data_dir_lock = DataDirLock(settings.data_dir)
         self.append_rates = AppendRates(settings.max_append_rate)
+        # False while our etcd lease may have expired: no journal may act as primary.
+        self._lease_valid = True
         self.auth_keys = AuthKeys.parse(settings.auth_keys, "--auth-keys") if settings.auth_keys else None
         self._peer_tokens = PeerTokens(self.auth_keys, str(self.member_id)) if self.auth_keys else None
         if self.auth_keys and self.auth_keys.short_keys:
@@ -145,7 +148,7 @@ class Broker:
 
     def _set_role(self, journal: Journal, route: Route) -> None:
         """Primary or replica; a primary whose peerset changed gets a fresh pipeline."""
-        if route.primary_member != self.member_id:
+        if route.primary_member != self.member_id or not self._lease_valid:
             journal.demote()
             return
         peers = [e for m, e in zip(route.members, route.endpoints) if m != self.member_id]
@@ -256,10 +259,35 @@ class Broker:
         log.info("joined cluster etcd=%s member=%s", self.settings.etcd, self.member_id)
 
     async def _keep_lease(self, ttl_s: int) -> None:
-        await self.keyspace.keep_alive(ttl_s)
-        for journal in self.journals.values():  # stop acting as primary at once
-            journal.demote()
-        self.lease_lost.set()
+        """Keep our lease; when it may have expired, stop acknowledging appends at
+        once (demote every journal) and re-join — with the same lease if etcd still
+        holds it, else a new one — retrying etcd with back-off. Never exits: an etcd
+        outage or a paused broker heals without a supervisor."""
+        while not self.stopping.is_set():
+            await self.keyspace.keep_alive(ttl_s)
+            self._lease_valid = False
+            for journal in self.journals.values():
+                journal.demote()
+            log.warning("lease of %s may have expired: appends refused until the broker re-joins",
+                        self.member_id)
+            await self._rejoin(ttl_s)
+
+    async def _rejoin(self, ttl_s: int) -> None:
+        loop, pacer = asyncio.get_running_loop(), RetryPacer(initial_s=0.5, max_s=5.0)
+        while not self.stopping.is_set():
+            try:
+                if await self.keyspace.lease_alive():
+                    log.info("etcd still holds the lease of %s: resuming", self.member_id)
+                else:
+                    await self.keyspace.announce(Member(self.member_id, self.endpoint), ttl_s)
+                    log.info("re-joined the cluster as %s with a new lease", self.member_id)
+                self._lease_valid = True
+                await self.sync_journals()  # roles from the routes etcd holds now
+                return
+            except (aetcd.exceptions.ClientError, TimeoutError, OSError) as err:
+                if warning := pacer.failed(loop.time()):
+                    log.warning("etcd unreachable while re-joining (%s): %s", warning, type(err).__name__)
+                await asyncio.sleep(pacer.wait_s(loop.time()))
 
     async def _follow_keyspace(self) -> None:
         while not self.stopping.is_set():

@@ -114,17 +114,25 @@ def _print_applied(revision: int, output: OutputFormat) -> None:
 def apply_command(
     specs: str = typer.Option("-", "-f", "--specs", help="YAML file of JournalSpecs ('-' = stdin)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print the changes; apply nothing."),
+    max_txn_size: int = typer.Option(0, "--max-txn-size", min=0,
+                                     help="Apply in chunks of at most N changes (for etcd's per-transaction "
+                                          "limit, 128 by default). Not atomic across chunks. 0: one change."),
     output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
-    """Apply JournalSpecs (flat or hierarchical YAML) in one atomic change."""
+    """Apply JournalSpecs (flat or hierarchical YAML) in one atomic change (gazctl's
+    --max-txn-size splits a large apply, as gazctl does)."""
     text = sys.stdin.read() if specs == "-" else Path(specs).read_text()
     changes = changes_from_yaml(text)
     if dry_run:
         print_doc({"dry_run": True, "changes": [c.to_dict() for c in changes]},
                   OutputFormat.json if output is OutputFormat.json else OutputFormat.yaml)
         return
+    size = max_txn_size or len(changes)
     with broker_client(broker) as client:
-        _print_applied(client.apply(changes), output)
+        revision = 0
+        for start in range(0, len(changes), size):
+            revision = client.apply(changes[start:start + size])
+        _print_applied(revision, output)
 
 
 @journals_app.command("edit")

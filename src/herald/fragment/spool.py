@@ -22,6 +22,7 @@ from pathlib import Path
 
 import orjson
 
+from herald.durable import fsync_directory, make_durable_dirs
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
@@ -61,11 +62,13 @@ class Spool:
         self.first_append_unix = first_append_unix
         self._delta = 0
         self._sha1 = hashlib.sha1()
-        directory.mkdir(parents=True, exist_ok=True)
+        make_durable_dirs(directory)
         self.path = directory / f"{begin:016x}{SPOOL_SUFFIX}"
         self.commits_path = directory / f"{begin:016x}{COMMITS_SUFFIX}"
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         self._commits_fd = os.open(self.commits_path, os.O_WRONLY | os.O_CREAT, 0o644)
+        # Both names must survive a power cut before any append to them is acknowledged.
+        fsync_directory(directory)
         self._commits_pos = 0
         self._commits_allocated = 0
         if len(registers):

@@ -44,6 +44,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import fsspec
 
+from herald.durable import fsync_directory, make_durable_dirs
 from herald.protocol.errors import ValidationError
 from herald.protocol.fragment import Fragment, parse_content_path
 from herald.protocol.store_urls import STORE_QUERY_ARGS, validate_store_url
@@ -178,7 +179,7 @@ class FileStore(Store):
         directory: a crash leaves the old state or the whole new file, never a part."""
         destination = self._path(relative_path)
         directory = os.path.dirname(destination)
-        os.makedirs(directory, exist_ok=True)
+        make_durable_dirs(Path(directory))  # the journal's store directory may be new
         fd, temp = tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX)
         try:
             with os.fdopen(fd, "wb") as out, open(local_path, "rb") as src:
@@ -191,7 +192,7 @@ class FileStore(Store):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp)
             raise
-        _fsync_directory(directory)
+        fsync_directory(directory)
 
     def sign_get(self, relative_path: str, ttl_s: float) -> str:
         """A ``file://`` URL of the absolute path: readable by whoever shares the disk."""
@@ -340,11 +341,3 @@ def _mod_time(info: Mapping[str, Any]) -> float:
             return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
         return float(value)
     return 0.0
-
-
-def _fsync_directory(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

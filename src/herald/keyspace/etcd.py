@@ -20,12 +20,13 @@ import orjson
 
 from herald.keyspace.base import Change, Entry, check_expectations
 from herald.keyspace.routes import Assignment, Member, MemberId, Route, route_of
-from herald.protocol.errors import HeraldError, Status
+from herald.protocol.errors import HeraldError, Status, ValidationError
 from herald.protocol.journal import JournalSpec
 
 log = logging.getLogger(__name__)
 
-ELECTION_GRACE_S = 10.0
+MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
+REVOKE_TIMEOUT_S = 2.0
 ANNOUNCE_RETRY_S = 0.5
 
 
@@ -155,6 +156,11 @@ class EtcdKeySpace:
     async def apply(self, changes: list[Change]) -> int:
         """Apply spec changes in one etcd transaction guarded by mod revisions."""
         check_expectations(self.entries(), changes)
+        if len(changes) > MAX_TXN_OPS:
+            raise ValidationError("changes", f"{len(changes)} changes exceed etcd's limit of {MAX_TXN_OPS} "
+                                  "operations per transaction: split the apply (herald journals apply "
+                                  f"--max-txn-size {MAX_TXN_OPS}; not atomic across chunks), or raise "
+                                  "etcd's --max-txn-ops")
         tx = self.client.transactions
         compares, ops = [], []
         for change in changes:
@@ -219,34 +225,48 @@ class EtcdKeySpace:
         return announced
 
     async def keep_alive(self, ttl_s: int) -> None:
-        """Refresh our lease every third of its TTL; return when the lease is lost.
+        """Refresh our lease every third of its TTL; return once it may have expired.
 
-        A broker whose lease expired (it was stopped, or cut off from etcd, past the
-        TTL) has had its assignments handed to others, so it must stop acting on its
-        old view: the caller shuts the broker down (brokers are cattle; a restart
-        re-joins with a fresh lease).
+        etcd expires a lease ``ttl_s`` after the last refresh it received, and may
+        then hand our journals to another broker — even while we are partitioned
+        from it and it is alive. So "may have expired" is judged by our own
+        monotonic clock: ``ttl_s`` after the *sending* of the last refresh etcd
+        answered (no grace past it), or at once when etcd says the lease is gone.
+        The caller stops acknowledging appends at that point, then re-joins.
         """
         loop = asyncio.get_running_loop()
-        # etcd renews every lease when it elects a new leader, so refreshes failing for a
-        # while (an election) is not expiry; only a long silence, or etcd saying so, is.
-        grace_s = ttl_s + ELECTION_GRACE_S
-        valid_until = loop.time() + grace_s
+        valid_until = loop.time() + ttl_s
         while True:
             await asyncio.sleep(max(ttl_s / 3, 0.5))
+            sent = loop.time()
             try:
-                alive = (await self.client.refresh_lease(self._lease.id)).TTL > 0
-            except aetcd.exceptions.ClientError as err:
-                log.warning("lease refresh failed (%s); retrying", err)
-                alive = loop.time() < valid_until
-                if alive:
+                alive = await self.lease_alive(timeout_s=max(ttl_s / 3, 0.5))
+            except (aetcd.exceptions.ClientError, TimeoutError) as err:
+                if loop.time() < valid_until:
+                    log.warning("lease refresh failed (%s); retrying", type(err).__name__)
                     continue
-            if not alive or loop.time() > valid_until:
-                log.error("member lease of %s expired: leaving the cluster", self._member.id)
+                log.warning("member lease of %s unconfirmed for %d s (etcd unreachable)", self._member.id, ttl_s)
                 return
-            valid_until = loop.time() + grace_s
+            if not alive:
+                log.warning("member lease of %s expired in etcd", self._member.id)
+                return
+            valid_until = sent + ttl_s
+
+    async def lease_alive(self, timeout_s: float = 2.0) -> bool:
+        """Whether etcd still holds our lease (refreshing it); etcd keeps leases
+        across its own restarts. Raises ClientError/TimeoutError if etcd cannot say."""
+        response = await asyncio.wait_for(self.client.refresh_lease(self._lease.id), timeout_s)
+        return response.TTL > 0
 
     async def revoke(self) -> None:
-        await self.client.revoke_lease(self._lease.id)
+        """Give our lease back so our journals move at once. Best effort: a lease
+        etcd already dropped (we were paused past it), or an etcd that cannot be
+        reached, only means the lease expires by itself — one line, no traceback."""
+        try:
+            await asyncio.wait_for(self.client.revoke_lease(self._lease.id), REVOKE_TIMEOUT_S)
+        except (aetcd.exceptions.ClientError, TimeoutError) as err:
+            log.info("lease of %s not revoked (%s); it expires by itself", self._member.id,
+                     type(err).__name__)
 
 
 def _json(raw: bytes) -> dict:

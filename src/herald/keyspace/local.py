@@ -14,6 +14,7 @@ from pathlib import Path
 
 import orjson
 
+from herald.durable import fsync_directory, make_durable_dirs
 from herald.keyspace.base import Change, Entry, check_expectations
 from herald.protocol.journal import JournalSpec
 
@@ -28,7 +29,7 @@ class LocalKeySpace:
         self.revision = 0
         self._entries: dict[str, Entry] = {}
         self._observers: list[Callable[[int], None]] = []
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_durable_dirs(data_dir)
         self._load()
 
     def _load(self) -> None:
@@ -80,8 +81,4 @@ class LocalKeySpace:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        fsync_directory(self.path.parent)

@@ -7,9 +7,9 @@ tests that need to kill, restart or share a fragment root. `make_journals` and
 `wait_persisted`, `wait_for_route`) has a deadline and fails loudly.
 """
 
-from herald.testing.broker import BrokerProcess, apply_specs, journal_spec, seed_journal
+from herald.testing.broker import READY_PREFIX, BrokerProcess, apply_specs, journal_spec, seed_journal
 from herald.testing.messages import Producer, make_journals
 from herald.testing.waiting import wait_for_route, wait_persisted, wait_until
 
-__all__ = ["BrokerProcess", "Producer", "apply_specs", "journal_spec", "make_journals", "seed_journal",
+__all__ = ["READY_PREFIX", "BrokerProcess", "Producer", "apply_specs", "journal_spec", "make_journals", "seed_journal",
            "wait_for_route", "wait_persisted", "wait_until"]
