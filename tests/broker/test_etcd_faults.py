@@ -119,3 +119,67 @@ def test_an_etcd_outage_stops_acknowledgements_then_heals_without_a_restart(tmp_
     finally:
         proc.kill()
         etcd.stop()
+
+
+def test_a_zombie_primary_resumed_after_a_takeover_acknowledges_nothing_stale(etcd, tmp_path):
+    """Gazette's guarantee: a primary paused for twice its lease, replaced, then sent
+    appends the moment it resumes, acknowledges none that the current route lacks."""
+    import threading
+
+    from herald.client import BrokerClient
+    from herald.testing import wait_for_route
+
+    prefix = "/herald/test/zombie"
+    brokers = [BrokerProcess(tmp_path / f"d{z}", tmp_path / "store", "--etcd", etcd.url, "--etcd.prefix", prefix,
+                             "--zone", z, "--id", f"b{z}", "--etcd.lease", f"{LEASE_S}s").start() for z in "abc"]
+    by_member = {f"{z}#b{z}": b for z, b in zip("abc", brokers)}
+    try:
+        apply_specs(brokers[0].url, dict(journal_spec(JOURNAL), replication=2))
+        with BrokerClient(brokers[0].url) as client:
+            route = wait_for_route(client, JOURNAL, 2)
+        zombie = by_member[f"{route['members'][0]['zone']}#{route['members'][0]['suffix']}"]
+        spare = next(b for b in brokers if b is not zombie)
+        acked: list[tuple[int, bytes]] = []  # (begin offset, body) of every 204
+        lock, stop = threading.Lock(), threading.Event()
+
+        def put(url: str, body: bytes) -> None:
+            resp = append(url, body)
+            if resp is not None and resp.status_code == 204:
+                with lock:
+                    acked.append((int(resp.headers["X-Commit-Begin"]), body))
+
+        def writer() -> None:
+            n = 0
+            while not stop.is_set():
+                put(spare.url, f"spare {n}\n".encode())
+                n += 1
+        thread = threading.Thread(target=writer)
+        thread.start()
+        os.kill(zombie.proc.pid, signal.SIGSTOP)
+        time.sleep(LEASE_S * 2 + 1)  # wait-ok: the fault is the pause itself, twice the lease
+        with BrokerClient(spare.url) as client:
+            wait_until(lambda: client.list(f"name={JOURNAL}")[0].route.get("primary") == 0
+                       and route["members"][0] not in client.list(f"name={JOURNAL}")[0].route["members"],
+                       "a new primary to take over")
+        os.kill(zombie.proc.pid, signal.SIGCONT)
+        direct = [threading.Thread(target=put, args=(zombie.url, f"zombie {i}\n".encode())) for i in range(8)]
+        for t in direct:
+            t.start()
+        for t in direct:
+            t.join()
+        stop.set()
+        thread.join()
+        with BrokerClient(spare.url) as client:
+            final = wait_for_route(client, JOURNAL, 2, deadline_s=60)
+        members = [by_member[f"{m['zone']}#{m['suffix']}"] for m in final["members"]]
+        head = max(begin + len(body) for begin, body in acked)
+        contents = [httpx.get(f"{m.url}/{JOURNAL}", params={"block": "true", "end_offset": head},
+                              headers={"X-Herald-Proxied": "1"}, timeout=60).content for m in members]
+        for begin, body in acked:  # every acknowledged append, at its acknowledged offset
+            assert contents[0][begin:begin + len(body)] == body
+            assert contents[0].count(body) == 1
+        assert contents[0] == contents[1]  # replicas byte-identical
+        assert zombie.proc.poll() is None and no_tracebacks(zombie)
+    finally:
+        for b in brokers:
+            b.kill()

@@ -19,6 +19,7 @@ import asyncio
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -69,8 +70,13 @@ class Journal(ReplicaSide):
     Its role is set by the broker through `become_primary` and `demote`; the
     replica's side of replication (writes a primary sends) is `ReplicaSide`."""
 
-    def __init__(self, spec: JournalSpec, data_dir: Path, stores: list[Store]):
+    def __init__(self, spec: JournalSpec, data_dir: Path, stores: list[Store],
+                 lease_ok: Callable[[], bool] = lambda: True):
         self.spec = spec
+        # Whether this broker may still acknowledge (its etcd lease cannot have expired):
+        # checked before every group is written, so a broker resumed from a pause past
+        # its lease acknowledges nothing, even before it learns the lease is gone.
+        self._lease_ok = lease_ok
         self.stores = stores
         self.directory = data_dir / "spools" / quote(spec.name, safe="")
         self.index = Index()
@@ -90,9 +96,10 @@ class Journal(ReplicaSide):
     # -- lifecycle ---------------------------------------------------------------------
 
     @classmethod
-    async def open(cls, spec: JournalSpec, data_dir: Path, stores: list[Store]) -> Journal:
+    async def open(cls, spec: JournalSpec, data_dir: Path, stores: list[Store],
+                   lease_ok: Callable[[], bool] = lambda: True) -> Journal:
         """Recover local spools, list the stores and start serving. Blocks on disk I/O."""
-        journal = cls(spec, data_dir, stores)
+        journal = cls(spec, data_dir, stores, lease_ok)
         await journal._recover()
         name = spec.name
         journal._tasks = [
@@ -215,18 +222,27 @@ class Journal(ReplicaSide):
                     self._queue.task_done()
 
     async def _run_group(self, group: list[_Pending]) -> None:
+        if self.is_primary and not self._lease_ok():
+            self.demote()
+            log.warning("journal=%s: the broker's lease may have expired; appends refused", self.spec.name)
         if not self.is_primary:
-            return  # only pulses reach here: appends to a non-primary are refused earlier
+            for pending in group:  # queued while we were primary (e.g. before a pause)
+                pending.future.set_exception(HeraldError(
+                    Status.NOT_JOURNAL_PRIMARY_BROKER, f"this broker is no longer primary of {self.spec.name}"))
+            return
         self._maybe_roll(time.time())
         if self.pipeline is not None and not self.pipeline.synced:
-            pipeline = self.pipeline
+            pipeline, loop = self.pipeline, asyncio.get_running_loop()
+            if group and (wait_s := pipeline.pacer.wait_s(loop.time())):
+                # A peer failed a moment ago: this group waits for the paced retry
+                # rather than failing at once (a peer is often just behind our route).
+                await asyncio.sleep(wait_s)
             try:
                 await pipeline.sync(self)
             except HeraldError as err:  # logged by the pipeline, at a bounded rate
                 for pending in group:
                     pending.future.set_exception(err)
                 # Peers may lag our view of the route, or be down: try again when due.
-                loop = asyncio.get_running_loop()
                 loop.call_later(max(SYNC_RETRY_S, pipeline.pacer.wait_s(loop.time())), self.poke)
                 return
         if group:

@@ -70,6 +70,13 @@ class Broker:
             log.warning("%d of the --auth-keys are shorter than 32 bytes (RFC 7518 §3.2): "
                         "use e.g. `openssl rand -base64 32`", self.auth_keys.short_keys)
 
+    def may_acknowledge(self) -> bool:
+        """Whether our etcd lease is certainly still ours (always, embedded): judged by
+        our monotonic clock, so it turns false the moment a pause outlives the lease."""
+        if not self.is_cluster:
+            return True
+        return self._lease_valid and asyncio.get_running_loop().time() < self.keyspace.lease_valid_until
+
     def peer_headers(self, capability: int, journal: str) -> dict[str, str]:
         """This broker's own credentials for a peer request about ``journal``
         (none when auth is off)."""
@@ -140,7 +147,8 @@ class Broker:
         journal = self.journals.get(name)
         stores = self.stores_for(entry.spec)
         if journal is None:
-            journal = self.journals[name] = await Journal.open(entry.spec, self.settings.data_dir, stores)
+            journal = self.journals[name] = await Journal.open(entry.spec, self.settings.data_dir, stores,
+                                                               lease_ok=self.may_acknowledge)
             log.info("serving journal=%s write_head=%d", name, journal.write_head)
         elif journal.spec != entry.spec:
             journal.update_spec(entry.spec, stores)

@@ -50,6 +50,8 @@ class EtcdKeySpace:
         self._observers: list[Callable[[int], None]] = []
         self._revision_waiters: list[tuple[int, asyncio.Future]] = []
         self._watch_task: asyncio.Task | None = None
+        # Monotonic time until which our lease is certainly alive (see keep_alive).
+        self.lease_valid_until = 0.0
 
     # -- mirror ----------------------------------------------------------------------
 
@@ -211,6 +213,7 @@ class EtcdKeySpace:
         key = self.member_key(member.id).encode()
         tx = self.client.transactions
         while True:
+            granted_at = asyncio.get_running_loop().time()
             lease = await self.client.lease(ttl_s)
             announced = Member(member.id, member.endpoint, lease.id, member.journal_limit)
             ok, _ = await self.client.transaction(
@@ -222,6 +225,7 @@ class EtcdKeySpace:
             log.warning("member key %s still held by a previous lease; waiting", key.decode())
             await asyncio.sleep(ANNOUNCE_RETRY_S)
         self._lease, self._member = lease, member
+        self.lease_valid_until = granted_at + ttl_s
         return announced
 
     async def keep_alive(self, ttl_s: int) -> None:
@@ -235,14 +239,14 @@ class EtcdKeySpace:
         The caller stops acknowledging appends at that point, then re-joins.
         """
         loop = asyncio.get_running_loop()
-        valid_until = loop.time() + ttl_s
+        self.lease_valid_until = loop.time() + ttl_s
         while True:
             await asyncio.sleep(max(ttl_s / 3, 0.5))
             sent = loop.time()
             try:
                 alive = await self.lease_alive(timeout_s=max(ttl_s / 3, 0.5))
             except (aetcd.exceptions.ClientError, TimeoutError) as err:
-                if loop.time() < valid_until:
+                if loop.time() < self.lease_valid_until:
                     log.warning("lease refresh failed (%s); retrying", type(err).__name__)
                     continue
                 log.warning("member lease of %s unconfirmed for %d s (etcd unreachable)", self._member.id, ttl_s)
@@ -250,7 +254,7 @@ class EtcdKeySpace:
             if not alive:
                 log.warning("member lease of %s expired in etcd", self._member.id)
                 return
-            valid_until = sent + ttl_s
+            self.lease_valid_until = sent + ttl_s
 
     async def lease_alive(self, timeout_s: float = 2.0) -> bool:
         """Whether etcd still holds our lease (refreshing it); etcd keeps leases
