@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from herald.testing import BrokerProcess, seed_journal
@@ -63,7 +65,7 @@ def test_broker_raises_its_soft_open_file_limit_to_the_hard_limit(tmp_path):
                             text=True, preexec_fn=low_soft_limit)
     try:
         assert proc.stdout.readline().startswith(READY_PREFIX)
-        limits = open(f"/proc/{proc.pid}/limits").read()
+        limits = Path(f"/proc/{proc.pid}/limits").read_text()
         [line] = [ln for ln in limits.splitlines() if ln.startswith("Max open files")]
         soft, hard = line.split()[3:5]
         assert soft == hard and soft != "256"
