@@ -121,7 +121,7 @@ def test_async_client_gives_the_same_answers_as_sync(broker, client):
 def test_fragments_operation_follows_page_tokens():
     """The sans-I/O operation asks for every page until the token is 0."""
     frag = {"journal": "a/one", "begin": 0, "end": 10, "sum": "ab" * 20, "compression_codec": "SNAPPY"}
-    op = ops.list_fragments("a/one")
+    op = ops.journal_fragments("a/one")
     first = next(op)
     assert first.json["next_page_token"] == 0
     page1 = ops.Response(200, {}, b'{"fragments": [{"fragment": %s}], "next_page_token": 10}'

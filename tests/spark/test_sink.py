@@ -9,7 +9,7 @@ import pytest
 
 from herald.message import modulo_mapping
 from herald.protocol.errors import HeraldError
-from herald.spark.options import SourceOptions
+from herald.spark.options import HeraldOptions
 from herald.spark.sink import FencedError, commit_batch, publish_rows
 from herald.testing import Producer, make_journals
 from tests.spark.spark_helpers import herald_read, reference_committed
@@ -87,7 +87,7 @@ def test_task_failing_its_first_attempt_still_yields_exactly_once(spark, broker,
 
 def test_a_fenced_zombie_driver_cannot_commit(broker, client, tmp_path):
     [out] = make_journals(broker, "sink3/out", labels={"app": "sink3"})
-    opts = SourceOptions.parse({"broker": broker.url, "selector": "app=sink3",
+    opts = HeraldOptions.parse({"broker": broker.url, "selector": "app=sink3",
                                 "checkpointLocation": str(tmp_path)}, streaming=True)
     old, new = "0123456789abcdef", "fedcba9876543210"
 

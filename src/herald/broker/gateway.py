@@ -17,7 +17,7 @@ from aiohttp import web
 
 from herald.auth import Capability
 from herald.broker.authz import authorize_journal
-from herald.broker.journal import AppendResult, Journal
+from herald.broker.journal import AppendCommit, Journal
 from herald.broker.metrics import METRICS
 from herald.broker.proxy import forward, is_proxied
 from herald.broker.read import StoreTroubleLog, stream
@@ -139,7 +139,7 @@ def writable(journal: Journal) -> Journal:
     return journal
 
 
-async def append_from_request(broker: Broker, request: web.Request, journal: Journal) -> AppendResult:
+async def append_from_request(broker: Broker, request: web.Request, journal: Journal) -> AppendCommit:
     """Validate everything, then read the body, then append: bad input writes nothing."""
     writable(journal)
     check, union, subtract = register_headers(request.headers)
@@ -151,7 +151,7 @@ async def append_from_request(broker: Broker, request: web.Request, journal: Jou
     return result
 
 
-def commit_headers(result: AppendResult) -> dict[str, str]:
+def commit_headers(result: AppendCommit) -> dict[str, str]:
     return {
         "X-Commit-Begin": str(result.begin),
         "X-Commit-End": str(result.end),

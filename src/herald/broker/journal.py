@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from herald.broker.fragments import Completed, FragmentKeeper
+from herald.broker.fragment_keeper import Completed, FragmentKeeper
 from herald.broker.metrics import METRICS
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
@@ -44,7 +44,7 @@ SYNC_RETRY_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
-class AppendResult:
+class AppendCommit:
     """What an acknowledged append learns: where its bytes landed and the registers."""
 
     begin: int
@@ -180,7 +180,7 @@ class Journal(ReplicaSide):
 
     async def append(self, content: bytes, check: LabelSelector | None = None,
                      union: LabelSet | None = None,
-                     subtract: LabelSet | None = None) -> AppendResult:
+                     subtract: LabelSet | None = None) -> AppendCommit:
         """Append ``content`` atomically; returns once it is durable [I-APPEND-3].
 
         Raises RegisterMismatchError (nothing written) [I-REG-1]. If the caller is
@@ -273,7 +273,7 @@ class Journal(ReplicaSide):
         METRICS.appended_bytes.labels(self.spec.name).inc(spool.end - begin)
         for (pending, regs), content, sha in zip(accepted, contents, sums):
             end = begin + len(content)
-            pending.future.set_result(AppendResult(begin, end, sha, regs, spool.end, fragment))
+            pending.future.set_result(AppendCommit(begin, end, sha, regs, spool.end, fragment))
             begin = end
 
     async def _write_durably(self, spool: Spool, contents: list[bytes], registers: LabelSet) -> list[str]:

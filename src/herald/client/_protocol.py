@@ -105,7 +105,7 @@ def apply_changes(changes: list[Change]) -> Operation[int]:
     return int(resp.json()["revision"])
 
 
-def list_fragments(journal: str, signature_ttl_s: float = 0, begin_mod_time: float = 0,
+def journal_fragments(journal: str, signature_ttl_s: float = 0, begin_mod_time: float = 0,
                    end_mod_time: float = 0) -> Operation[list[FragmentInfo]]:
     """Every fragment of ``journal`` (all pages), in offset order."""
     out: list[FragmentInfo] = []
@@ -123,7 +123,7 @@ def list_fragments(journal: str, signature_ttl_s: float = 0, begin_mod_time: flo
             return out
 
 
-def register_headers(check: LabelSelector | str | None, union: LabelSet | str | None,
+def encode_register_headers(check: LabelSelector | str | None, union: LabelSet | str | None,
                      subtract: LabelSet | str | None) -> dict[str, str]:
     """The ``X-*-Registers`` headers of an append, validated here so a bad selector
     fails before any bytes are sent."""
@@ -140,7 +140,7 @@ def register_headers(check: LabelSelector | str | None, union: LabelSet | str | 
 def append_request(journal: str, content: bytes, check: LabelSelector | str | None = None,
                    union: LabelSet | str | None = None,
                    subtract: LabelSet | str | None = None) -> Request:
-    return Request("PUT", _journal_path(journal), headers=register_headers(check, union, subtract),
+    return Request("PUT", _journal_path(journal), headers=encode_register_headers(check, union, subtract),
                    content=bytes(content))
 
 

@@ -57,7 +57,7 @@ class _Methods:
 
     list = _operation(ops.list_journals)
     apply = _operation(ops.apply_changes)
-    fragments = _operation(ops.list_fragments)
+    fragments = _operation(ops.journal_fragments)
     append = _operation(ops.append)
     write_head = _operation(ops.write_head)
     head = _operation(ops.head)

@@ -26,7 +26,7 @@ ever late, so nothing is lost, and a key is kept at least ``window`` of batch
 time whatever the skew between journals. With ``d = (window + band) / 2`` and no
 skew, a key is kept until the stream's time is ``window + band`` past it, so the
 window is exact to within ``band`` (10 % of it). ``boost`` is the size bound
-(`herald.pipelines.control`).
+(`herald.pipelines.dedupe_control`).
 
     settings = DedupeSettings(broker=url, input="prefix=events/", output="prefix=deduped/",
                               checkpoint="/tmp/ckpt", window_s=28 * 86400)
@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from herald.message import MAPPINGS
-from herald.pipelines.control import FORMAT as CONTROL_FORMAT
-from herald.pipelines.control import Boost, ControlSource, read_boost, write_boost
-from herald.pipelines.metrics import DedupeMonitor, DedupeSummary
+from herald.pipelines.dedupe_control import FORMAT as CONTROL_FORMAT
+from herald.pipelines.dedupe_control import Boost, ControlSource, read_boost, write_boost
+from herald.pipelines.dedupe_metrics import DedupeMonitor, DedupeSummary
 from herald.protocol.errors import ValidationError
 from herald.protocol.journal import parse_duration
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 from typing import Any
 
 from herald.spark.lag import JournalLag, checkpoint_offsets, lag
-from herald.spark.options import SourceOptions
+from herald.spark.options import HeraldOptions
 from herald.spark.rows import ARROW_SCHEMA, SPARK_SCHEMA
 
-__all__ = ["ARROW_SCHEMA", "JournalLag", "SPARK_SCHEMA", "SourceOptions", "checkpoint_offsets", "lag", "register"]
+__all__ = ["ARROW_SCHEMA", "JournalLag", "SPARK_SCHEMA", "HeraldOptions", "checkpoint_offsets", "lag", "register"]
 
 
 def register(spark: Any) -> None:

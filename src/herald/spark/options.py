@@ -1,7 +1,7 @@
 """The options of format ``herald``, parsed once into a frozen, picklable value.
 
 Spark hands a data source its options as a case-insensitive ``str → str`` map;
-`SourceOptions.parse` validates them at the edge (errors name the option) so a
+`HeraldOptions.parse` validates them at the edge (errors name the option) so a
 bad option fails when the query is defined, not inside a task.
 """
 
@@ -18,7 +18,7 @@ from herald.message.decode_errors import DecodeErrors, OnDecodeError
 from herald.protocol.errors import ValidationError
 from herald.protocol.labels import LabelSelector
 
-__all__ = ["SourceOptions"]
+__all__ = ["HeraldOptions"]
 
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 
@@ -67,7 +67,7 @@ def _starting(text: str | None) -> str | dict[str, int]:
 
 
 @dataclass(frozen=True, slots=True)
-class SourceOptions:
+class HeraldOptions:
     """Everything a reader or writer task needs (settings only: clients are built
     inside the task). ``state_location`` is a local directory: the reader's
     sequencer snapshots and the sink's intent records live under it."""
@@ -88,7 +88,7 @@ class SourceOptions:
     on_decode_error: OnDecodeError = OnDecodeError.FAIL
 
     @classmethod
-    def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+    def parse(cls, options: Mapping[str, str], *, streaming: bool) -> HeraldOptions:
         """Validate Spark's options; ``committed`` defaults to true for streams and
         false for batch reads (a batch read is usually an audit of raw bytes)."""
         broker = _get(options, "broker")

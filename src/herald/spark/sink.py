@@ -53,7 +53,7 @@ from herald.message import (
 )
 from herald.protocol.errors import HeraldError, Status, ValidationError
 from herald.protocol.labels import LabelSet
-from herald.spark.options import SourceOptions
+from herald.spark.options import HeraldOptions
 from herald.spark.state import atomic_write
 
 __all__ = [
@@ -92,7 +92,7 @@ def _strip_uuid(framing: Framing, body: bytes) -> bytes:
 class _Journals:
     """The sink's journals (by name) with their framings, and the mapping."""
 
-    def __init__(self, client: BrokerClient, opts: SourceOptions, seed: int) -> None:
+    def __init__(self, client: BrokerClient, opts: HeraldOptions, seed: int) -> None:
         infos = client.list(opts.selector)
         if not infos:
             raise ValidationError("selector", f"{opts.selector!r} matches no journals to write to")
@@ -114,7 +114,7 @@ def _as_bytes(column: pa.Array | None, n: int) -> list[bytes | None]:
     return [v.encode() if isinstance(v, str) else (None if v is None else bytes(v)) for v in values]
 
 
-def publish_rows(opts: SourceOptions, batches: Iterable[pa.RecordBatch], seed: int) -> SinkCommit:
+def publish_rows(opts: HeraldOptions, batches: Iterable[pa.RecordBatch], seed: int) -> SinkCommit:
     """Executor: publish each row's ``value`` (mapped by ``key``, if any) as a
     CONTINUE_TXN message of a fresh producer; returns its ACK intents. Appends to
     one journal are made in stamp order, so UUID order is write order."""
@@ -242,7 +242,7 @@ def _grouped(intents: Iterable[AckIntent]) -> dict[str, bytes]:
     return {j: b"".join(chunks) for j, chunks in out.items()}
 
 
-def _fence_ack(client: BrokerClient, journal: str, token: str, opts: SourceOptions) -> bytes:
+def _fence_ack(client: BrokerClient, journal: str, token: str, opts: HeraldOptions) -> bytes:
     """An ACK of a producer that publishes nothing else: a harmless byte to carry
     a register change to a journal without recorded intents."""
     infos = client.list(f"name={journal}")
@@ -251,7 +251,7 @@ def _fence_ack(client: BrokerClient, journal: str, token: str, opts: SourceOptio
     return framing.encode(framing.ack_body(), build_uuid(producer, Clock.from_unix_ns(time.time_ns()).tick(), ACK_TXN))
 
 
-def _fence(client: BrokerClient, opts: SourceOptions, token: str, journals: set[str],
+def _fence(client: BrokerClient, opts: HeraldOptions, token: str, journals: set[str],
            last: Record | None) -> set[str]:
     """Put ``<register>=<token>`` on ``journals``, re-appending the last recorded
     intents where there are some (Gazette's recovery), a fence ACK elsewhere."""
@@ -270,7 +270,7 @@ class FencedError(HeraldError):
         super().__init__(Status.REGISTER_MISMATCH, message, "fenceRegister")
 
 
-def commit_batch(opts: SourceOptions, token: str, messages: Iterable[SinkCommit | None], batch_id: int) -> Record:
+def commit_batch(opts: HeraldOptions, token: str, messages: Iterable[SinkCommit | None], batch_id: int) -> Record:
     """Driver: the sink's commit protocol (module docstring), for one batch.
     Raises FencedError (writing nothing) if a newer driver has taken over."""
     sink_log = SinkLog(opts.state_location)
@@ -304,7 +304,7 @@ def commit_batch(opts: SourceOptions, token: str, messages: Iterable[SinkCommit 
 class StreamWriter(DataSourceStreamArrowWriter):
     """``writeStream.format("herald")``: tasks publish, the driver commits."""
 
-    def __init__(self, opts: SourceOptions, schema: object = None) -> None:
+    def __init__(self, opts: HeraldOptions, schema: object = None) -> None:
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
@@ -324,7 +324,7 @@ class BatchWriter(DataSourceArrowWriter):
     """``write.format("herald")``: one transaction for the whole job — each
     journal receives all its ACKs in one append after every task succeeded."""
 
-    def __init__(self, opts: SourceOptions, schema: object = None) -> None:
+    def __init__(self, opts: HeraldOptions, schema: object = None) -> None:
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:

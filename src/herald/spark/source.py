@@ -27,7 +27,7 @@ from herald.message import Checkpoint, Envelope, Sequencer, duration_to_clock, f
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming
 from herald.protocol.labels import CONTENT_TYPE
-from herald.spark.options import SourceOptions
+from herald.spark.options import HeraldOptions
 from herald.spark.reading import Piece, decode_fragment, decode_range, piece_chunks, plan_pieces, replayer, scan_batches
 from herald.spark.rows import SPARK_SCHEMA, RowBuffer
 from herald.spark.state import Snapshot, SnapshotStore
@@ -57,22 +57,22 @@ class HeraldDataSource(DataSource):
         return SPARK_SCHEMA
 
     def reader(self, schema: object) -> DataSourceReader:
-        return BatchReader(SourceOptions.parse(self.options, streaming=False))
+        return BatchReader(HeraldOptions.parse(self.options, streaming=False))
 
     def streamReader(self, schema: object) -> DataSourceStreamReader:
-        opts = SourceOptions.parse(self.options, streaming=True)
+        opts = HeraldOptions.parse(self.options, streaming=True)
         opts.require_state("a streaming read (sequencer snapshots)")
         return StreamReader(opts)
 
     def writer(self, schema: object, overwrite: bool):  # noqa: ANN201 — pyspark's type
         from herald.spark.sink import BatchWriter
 
-        return BatchWriter(SourceOptions.parse(self.options, streaming=False), schema)
+        return BatchWriter(HeraldOptions.parse(self.options, streaming=False), schema)
 
     def streamWriter(self, schema: object, overwrite: bool):  # noqa: ANN201
         from herald.spark.sink import StreamWriter
 
-        opts = SourceOptions.parse(self.options, streaming=True)
+        opts = HeraldOptions.parse(self.options, streaming=True)
         opts.require_state("the exactly-once sink (ACK intent records); set checkpointLocation")
         return StreamWriter(opts, schema)
 
@@ -85,13 +85,13 @@ class BatchPart:
     """One input partition of a batch read: one piece (read-uncommitted), or all
     of a journal's pieces in order (read-committed: one sequencer per journal)."""
 
-    opts: SourceOptions
+    opts: HeraldOptions
     content_type: str
     pieces: tuple[Piece, ...]
 
 
 class BatchReader(DataSourceReader):
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: HeraldOptions) -> None:
         self.opts = opts
 
     def partitions(self) -> list[InputPartition]:
@@ -150,7 +150,7 @@ def _piece_frames(client: BrokerClient, piece: Piece, framing: object, errors: D
 class StreamSlice:
     """One journal's bytes ``[start, end)`` of one micro-batch."""
 
-    opts: SourceOptions
+    opts: HeraldOptions
     journal: str
     content_type: str
     start: int
@@ -162,7 +162,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     selector join the stream at offset 0. ``maxBytesPerTrigger`` caps a batch's
     bytes (shared fairly across journals)."""
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: HeraldOptions) -> None:
         self.opts = opts
         self._content_types: dict[str, str] = {}
         self._target: dict[str, int] | None = None  # availableNow: heads at start.

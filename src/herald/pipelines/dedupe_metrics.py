@@ -7,7 +7,7 @@ window and events/s; it prints one line per batch and exports the same numbers
 as JSON and Prometheus text (``<checkpoint>/herald-dedupe/metrics.{json,prom}``,
 for a node-exporter textfile collector). It is also the size bound's controller:
 when the state holds more than ``max_keys`` keys it raises the boost so the
-oldest keys age out (`herald.pipelines.control`), and it warns when the
+oldest keys age out (`herald.pipelines.dedupe_control`), and it warns when the
 effective window falls under ``min_window``, as Segment paged at 24 h.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from herald.pipelines.control import Boost
+from herald.pipelines.dedupe_control import Boost
 
 __all__ = ["DedupeMonitor", "DedupeSummary", "format_window"]
 
