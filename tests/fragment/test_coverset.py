@@ -157,10 +157,12 @@ def test_query_waits_at_a_hole_before_a_young_fragment() -> None:
     assert (result.offset, result.fragment, result.is_found) == (150, None, False)
 
 
-def test_query_from_zero_jumps_to_a_young_first_fragment() -> None:
-    s = CoverSet([frag(500, 600, "file:///", YOUNG)])
+def test_query_before_the_first_fragment_jumps_to_it_however_young() -> None:
+    # Gazette tests the fragment's place (`ind == 0`), not the asked offset.
+    s = CoverSet([frag(500, 600, "file:///", YOUNG), frag(700, 800, "file:///", YOUNG)])
     assert query(s, 0, NOW).offset == 500
-    assert query(s, 10, NOW).fragment is None
+    assert (query(s, 10, NOW).offset, query(s, 10, NOW).fragment) == (500, s[0])
+    assert query(s, 650, NOW).fragment is None  # a hole before a young second fragment
 
 
 def test_query_never_jumps_to_a_local_fragment() -> None:

@@ -18,6 +18,9 @@ lines = st.one_of(
     st.builds(lambda t: orjson.dumps({"other": t, "UUID": "not-a-uuid"}) + b"\n", st.text(max_size=10)),
     st.builds(lambda t: orjson.dumps({"x": t}) + b"\n", st.text(max_size=10)),
     st.just(b"not json at all\n"),
+    # Torn lines that still begin with a well-formed UUID field (the fast path's shape).
+    st.builds(lambda c, cut: FRAMING.encode(b'{"n":[1,2]}', build_uuid(b"\x02" * 6, c, 0))[:cut] + b"\n",
+              st.integers(1, 1 << 60), st.integers(40, 60)),
     st.builds(lambda c: b'{"n": 1, "UUID": "%s"}\n' % str(__import__("uuid").UUID(
         bytes=build_uuid(b"\x03" * 6, c, 2))).encode(), st.integers(1, 1 << 60)),
 )

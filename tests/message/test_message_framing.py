@@ -235,6 +235,17 @@ def test_an_ndjson_line_that_is_not_a_json_object_is_a_framing_error_never_a_mes
     assert (events[1].offset, events[1].end) == (events[0].end, len(data))
 
 
+@pytest.mark.parametrize("cut, junk", [(-2, b""), (-6, b""), (-1, b","), (-1, b" garbage"), (46, b"x}")])
+def test_a_torn_ndjson_line_with_a_sound_uuid_field_is_a_framing_error(cut, junk):
+    # The fast path reads the UUID without parsing: it must still refuse a line that
+    # does not end the object, or has junk right after the UUID.
+    good = NDJSONFraming().encode(b'{"n":1}', U1)
+    torn = good[:cut] + junk + b"\n"
+    events, _ = feed_all(NDJSONFraming(), good + torn + good, 1 << 10)
+    assert [type(e).__name__ for e in events] == ["Frame", "FramingError", "Frame"]
+    assert (events[1].offset, events[1].end) == (len(good), len(good) + len(torn))
+
+
 def test_a_csv_record_with_another_field_count_is_a_framing_error_but_acks_are_not():
     f = CSVFraming()
     data = f.encode(["a", "b"], U1) + f.encode(["c"], U2) + f.encode(f.ack_body(), U1) + f.encode(["d", "e"], U2)

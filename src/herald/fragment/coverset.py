@@ -153,16 +153,18 @@ def query(cover_set: CoverSet, offset: int, now_unix_s: float, begin_mod_time: f
     """Gazette's index query for one read offset (``-1`` = the write head).
 
     If ``offset`` is in a hole but a persisted fragment lies beyond it, the read
-    jumps there only when reading from offset 0 or when that fragment was modified
-    more than 6 h before ``now_unix_s``: holes left by deleted fragments are skipped,
-    while a reader racing an upload the index does not know of yet waits instead.
-    Persisted fragments modified before ``begin_mod_time`` are skipped over.
+    jumps there only when that fragment is the set's first (what preceded it was
+    pruned) or was modified more than 6 h before ``now_unix_s``: holes left by
+    deleted fragments are skipped, while a reader racing an upload the index does
+    not know of yet waits instead. A local fragment (no mod time) is never jumped
+    to: a replica may still be uploading what precedes it. Persisted fragments
+    modified before ``begin_mod_time`` are skipped over.
     """
     write_head = cover_set.end_offset
     at = write_head if offset == -1 else offset
     while True:
         index, found = cover_set.longest_overlapping(at)
-        if not found and index < len(cover_set) and _may_jump(cover_set[index], offset, now_unix_s):
+        if not found and index < len(cover_set) and _may_jump(cover_set[index], index == 0, now_unix_s):
             at, found = cover_set[index].begin, True
         if not found:
             return QueryResult(at, write_head, None)
@@ -173,8 +175,9 @@ def query(cover_set: CoverSet, offset: int, now_unix_s: float, begin_mod_time: f
         return QueryResult(at, write_head, fragment)
 
 
-def _may_jump(fragment: Fragment, asked_offset: int, now_unix_s: float) -> bool:
-    # Gazette tests the offset the client asked for (0), not "first fragment".
+def _may_jump(fragment: Fragment, is_first: bool, now_unix_s: float) -> bool:
+    # Gazette's Index.Query: `ind == 0` — the fragment's place in the set, whatever
+    # offset the client asked for.
     return bool(fragment.mod_time) and (
-        asked_offset == 0 or fragment.mod_time < now_unix_s - OFFSET_JUMP_AGE_S
+        is_first or fragment.mod_time < now_unix_s - OFFSET_JUMP_AGE_S
     )

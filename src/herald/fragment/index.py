@@ -1,9 +1,19 @@
-"""A journal's fragment index: what byte range lives where.
+"""A journal's fragment index: what byte range lives where (gazette-facts §4.7).
 
 The index is one cover set over every fragment a replica knows of — local spools
 (current and completed, not yet persisted) and the store listing — plus the paths
-of the fragments that still have a local file. Reads prefer the local file; once
-a fragment is persisted and its spool deleted, reads go to the store. Pure: no I/O.
+of the local fragments no listing covers yet. As Gazette's ``Index``, a persisted
+copy always wins over a local one of the same bytes: its mod time is what lets a
+read jump over a hole, and a local copy without one would make it wait forever.
+Reads use a local file while the index has one; once a listing shows the bytes
+persisted, reads go to the store. Pure: no I/O, and the time is an argument.
+
+    >>> from herald.protocol.fragment import EMPTY_SUM
+    >>> from herald.protocol.journal import CompressionCodec
+    >>> index = Index()
+    >>> index.add_local(Fragment("j", 0, 10, EMPTY_SUM, CompressionCodec.NONE), Path("/spool/0"))
+    >>> index.locate(5, now_unix=0).local_path
+    PosixPath('/spool/0')
 """
 
 from __future__ import annotations
@@ -11,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from herald.fragment.coverset import CoverSet
+from herald.fragment.coverset import CoverSet, query
 from herald.protocol.fragment import Fragment
 
 
@@ -28,38 +38,13 @@ class Located:
     local_path: Path | None
 
 
-JUMP_AGE_S = 6 * 3600
-
-
-def _may_jump_to(fragment: Fragment, is_first: bool, now_unix: float) -> bool:
-    """Whether a read below ``fragment`` may skip to it: only to a persisted fragment
-    (a local one without a mod time may yet be preceded by a replica's upload), and
-    only if it is the index's first (retention removed what came before) or was
-    persisted over ``JUMP_AGE_S`` ago (the hole is not an upload still in flight)."""
-    if not fragment.mod_time:
-        return False
-    return is_first or now_unix - fragment.mod_time > JUMP_AGE_S
-
-
-def _covers(fragments: CoverSet, fragment: Fragment) -> bool:
-    """Whether ``fragments`` span all of ``fragment`` without a gap (several smaller
-    contiguous or overlapping fragments may cover it together)."""
-    at, covered = fragments.longest_overlapping(fragment.begin)
-    if not covered:
-        return False
-    reached = fragments[at].end
-    while reached < fragment.end and at + 1 < len(fragments) and fragments[at + 1].begin <= reached:
-        at += 1
-        reached = max(reached, fragments[at].end)
-    return reached >= fragment.end
-
-
 class Index:
     """Every known fragment of one journal; updated only by its journal's tasks."""
 
     def __init__(self) -> None:
         self._set = CoverSet()
-        self._local: dict[int, tuple[int, Path]] = {}  # begin -> (end, path)
+        # Local files of fragments no listing covers yet: begin -> (end, path).
+        self._local: dict[int, tuple[int, Path]] = {}
         # Persisted by us but not yet seen in a listing: a listing that started before
         # the upload finished must not drop them (their local files are already gone).
         self._unlisted: dict[str, Fragment] = {}
@@ -76,8 +61,13 @@ class Index:
         return list(self._set)
 
     def add_local(self, fragment: Fragment, path: Path) -> None:
-        """A spool committed (or was recovered): readable from ``path`` up to its end."""
-        if fragment.end == fragment.begin:
+        """A spool committed (or was recovered): readable from ``path`` up to its end.
+
+        A recovered spool whose bytes the listing already shows persisted (the broker
+        died between upload and delete) is not added: the persisted copies keep their
+        mod times, so a read below them may still jump.
+        """
+        if fragment.end == fragment.begin or self._is_persisted(fragment.begin, fragment.end):
             return
         self._local[fragment.begin] = (fragment.end, path)
         self._set.add(fragment)
@@ -110,36 +100,45 @@ class Index:
         """Swap in a fresh store listing, plus fragments we persisted that it does not
         show yet (it may predate their upload), plus local fragments it does not cover.
 
-        A local fragment the listing covers is dropped from the set (as Gazette's
-        ``ReplaceRemote``): the persisted copy, with its mod time, is what decides
-        offset jumps. Its file stays readable through ``_local`` while it exists.
+        As Gazette's ``ReplaceRemote``, a local fragment the listing covers — alone or
+        with contiguous neighbours — is dropped, file and all: the persisted copies,
+        with their mod times, serve its bytes from now on.
         """
         listed = {f.content_path for f in listing}
         self._unlisted = {k: f for k, f in self._unlisted.items() if k not in listed}
-        fresh = CoverSet()
-        for fragment in [*listing, *self._unlisted.values()]:
-            fresh.add(fragment)
+        remote = CoverSet([*listing, *self._unlisted.values()])
+        self._local = {b: (e, p) for b, (e, p) in self._local.items() if not remote.covers(b, e)}
         for fragment in self._set:
-            if not fragment.store and fragment.begin in self._local and not _covers(fresh, fragment):
-                fresh.add(fragment)
-        self._set = fresh
+            if not fragment.store and fragment.begin in self._local:
+                remote.add(fragment)
+        self._set = remote
 
     def locate(self, offset: int, now_unix: float) -> Located | None:
         """The fragment to read ``offset`` from, jumping forward over pruned ranges.
 
-        Returns None when ``offset`` is at or past the end of the index, or falls in
-        a hole that may yet be filled. Only a persisted fragment is jumped to: at
-        once before the first one (retention pruned what preceded it), and over a
-        hole between fragments only when the fragment after it was persisted over
-        6 h ago — as Gazette, so a reader racing a replica's upload after a
-        roll-forward waits instead of skipping bytes.
+        Returns None — the read waits, or a non-blocking one answers
+        OFFSET_NOT_YET_AVAILABLE — when ``offset`` is at or past the end of the
+        index, or in a hole that may yet be filled. The jump rule is Gazette's
+        (`coverset.query`): only to a persisted fragment, and only if it is the
+        index's first or was persisted over 6 h ago, so a reader racing a
+        replica's upload waits instead of skipping bytes.
         """
-        at, covered = self._set.longest_overlapping(offset)
-        if at == len(self._set):
+        found = query(self._set, offset, now_unix)
+        if found.fragment is None:
             return None
-        fragment = self._set[at]
-        if not covered and not _may_jump_to(fragment, at == 0, now_unix):
-            return None  # a hole another replica may still fill: wait, don't skip it
+        fragment = found.fragment
         local = self._local.get(fragment.begin)
         path = local[1] if local and local[0] >= fragment.end else None
-        return Located(max(offset, fragment.begin), fragment, path)
+        return Located(found.offset, fragment, path)
+
+    def _is_persisted(self, begin: int, end: int) -> bool:
+        """Whether persisted fragments of the set span ``[begin, end)`` gap-free."""
+        if end > self._set.end_offset:
+            return False  # the usual spool commit, past everything known: no walk
+        offset = begin
+        while offset < end:
+            at, covered = self._set.longest_overlapping(offset)
+            if not covered or not self._set[at].mod_time:
+                return False
+            offset = self._set[at].end
+        return True

@@ -76,10 +76,11 @@ def scan_ndjson(buf: bytes, base: int, framing: NDJSONFraming) -> tuple[Columns,
 
 def _fast_uuids(data: np.ndarray, starts: np.ndarray, newlines: np.ndarray,
                 prefix: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """UUIDs of lines that begin ``{"UUID":"<36 chars>"`` (all lines at once)."""
+    """UUIDs of lines that begin ``{"UUID":"<36 chars>"`` followed by ``,`` or ``}``
+    and end with ``}`` (all lines at once): the per-line decoder's fast path."""
     n, plen = len(starts), len(prefix)
     uuids = np.zeros((n, 16), dtype=np.uint8)
-    fits = (newlines - starts) > plen + 36
+    fits = (newlines - starts) > plen + 37
     rows = np.flatnonzero(fits)
     if not len(rows):
         return uuids, np.zeros(n, dtype=bool)
@@ -87,6 +88,8 @@ def _fast_uuids(data: np.ndarray, starts: np.ndarray, newlines: np.ndarray,
     ok = (data[at[:, None] + np.arange(plen)] == np.frombuffer(prefix, np.uint8)).all(axis=1)
     text = at[:, None] + plen
     ok &= data[text[:, 0] + 36] == 0x22
+    ok &= np.isin(data[text[:, 0] + 37], (0x2C, 0x7D))
+    ok &= data[newlines[rows] - 1] == 0x7D
     ok &= (data[text + _DASH_AT] == 0x2D).all(axis=1)
     nibbles = _HEX[data[text + _HEX_AT]]
     ok &= (nibbles != 255).all(axis=1)
