@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import httpx
 
@@ -24,6 +24,8 @@ from herald.client.security import ClientSecurity
 __all__ = ["AsyncBrokerClient", "AsyncReader", "BrokerClient", "Reader"]
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
 
 DEFAULT_ADDRESS = "http://localhost:8080"
 
@@ -39,21 +41,40 @@ def _build(http: httpx.Client | httpx.AsyncClient, req: Request, timeout: Any = 
     return http.build_request(req.method, req.path, **kw)
 
 
-def _operation(fn: Callable[..., ops.Operation]) -> Callable[..., Any]:
-    """A client method running ``fn``'s operation: the value for `BrokerClient`,
-    an awaitable of it for `AsyncBrokerClient`."""
+class _operation(Generic[P, T]):  # lower case: it is used as a decorator
+    """A client method running ``fn``'s operation: typed ``(*args) -> T`` on a
+    `BrokerClient` and ``(*args) -> Awaitable[T]`` on an `AsyncBrokerClient`, so
+    both clients' methods carry the operation's own signature and result type."""
 
-    @functools.wraps(fn)
-    def method(self: _Methods, *args: Any, **kwargs: Any) -> Any:
-        return self._run(fn(*args, **kwargs))
+    def __init__(self, fn: Callable[P, ops.Operation[T]]) -> None:
+        self.fn = fn
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
 
-    return method
+    @overload
+    def __get__(self, client: BrokerClient, owner: type | None = None) -> Callable[P, T]: ...
+
+    @overload
+    def __get__(self, client: AsyncBrokerClient, owner: type | None = None) -> Callable[P, Awaitable[T]]: ...
+
+    @overload
+    def __get__(self, client: None, owner: type | None = None) -> _operation[P, T]: ...
+
+    def __get__(self, client: Any, owner: type | None = None) -> Any:
+        if client is None:
+            return self
+        fn = self.fn
+
+        @functools.wraps(fn)
+        def method(*args: P.args, **kwargs: P.kwargs) -> Any:
+            return client._run(fn(*args, **kwargs))
+
+        return method
 
 
 class _Methods:
     """The broker API, shared by both clients (see the module docstring)."""
 
-    _run: Callable[[ops.Operation], Any]
+    _run: Callable[[ops.Operation[Any]], Any]
 
     list = _operation(ops.list_journals)
     apply = _operation(ops.apply_changes)
@@ -100,7 +121,7 @@ class BrokerClient(_Methods):
         super().__init__(address, timeout_s, security)
         self.http = httpx.Client(base_url=self.address, timeout=timeout_s, **self.security.httpx_options())
 
-    def _run(self, op: ops.Operation) -> Any:
+    def _run(self, op: ops.Operation[Any]) -> Any:
         try:
             req = next(op)
             while True:
@@ -134,7 +155,7 @@ class AsyncBrokerClient(_Methods):
         self.http = httpx.AsyncClient(base_url=self.address, timeout=timeout_s,
                                       **self.security.httpx_options())
 
-    async def _run(self, op: ops.Operation) -> Any:
+    async def _run(self, op: ops.Operation[Any]) -> Any:
         try:
             req = next(op)
             while True:

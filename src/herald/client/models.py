@@ -26,7 +26,7 @@ class JournalInfo:
     spec: JournalSpec
     mod_revision: int
     create_revision: int
-    route: dict = field(default_factory=dict, compare=False, hash=False)
+    route: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def name(self) -> str:
