@@ -28,6 +28,7 @@ from herald.broker.fragment_keeper import Completed, FragmentKeeper
 from herald.broker.metrics import METRICS
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
+from herald.broker.tasks import TaskSet
 from herald.fragment.health import health_of
 from herald.fragment.index import Index, Located
 from herald.fragment.spool import Spool, recover_spools, write_and_sync, write_and_sync_data
@@ -83,7 +84,9 @@ class Journal(ReplicaSide):
         self._spool: Spool | None = None
         self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
         self._commit_event = asyncio.Event()
-        self._tasks: list[asyncio.Task] = []
+        # Loops that stop before the final drain, and the persister that drains.
+        self._serving = TaskSet(f"serving:{spec.name}")
+        self._persisting = TaskSet(f"persisting:{spec.name}")
         self._closing = False
         self.roll_if_first = False  # set by prune: persist a spool that became the first fragment
         self._spool_lock = asyncio.Lock()  # one mutator of the spool at a time
@@ -101,13 +104,11 @@ class Journal(ReplicaSide):
         """Recover local spools, list the stores and start serving. Blocks on disk I/O."""
         journal = cls(spec, data_dir, stores, lease_ok)
         await journal._recover()
-        name = spec.name
-        journal._tasks = [
-            asyncio.create_task(journal._append_loop(), name=f"append:{name}"),
-            asyncio.create_task(journal.fragments.persist_loop(), name=f"persist:{name}"),
-            asyncio.create_task(journal.fragments.refresh_loop(), name=f"refresh:{name}"),
-            asyncio.create_task(journal._pulse_loop(), name=f"pulse:{name}"),
-        ]
+        serving, persisting = await journal._serving.start(), await journal._persisting.start()
+        serving.start_soon(journal._append_loop(), "append")
+        serving.start_soon(journal.fragments.refresh_loop(), "refresh")
+        serving.start_soon(journal._pulse_loop(), "pulse")
+        persisting.start_soon(journal.fragments.persist_loop(), "persist")
         return journal
 
     async def _recover(self) -> None:
@@ -134,14 +135,10 @@ class Journal(ReplicaSide):
         self._queue.put_nowait(None)
         await self._queue.join()
         self._roll()
-        for task in self._tasks:
-            if task.get_name().startswith(("refresh:", "pulse:", "append:")):
-                task.cancel()
+        await self._serving.stop()
         await self.fragments.drain()
         self._commit_event.set()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._persisting.stop()
         if self._spool:
             self._spool.close()
 
