@@ -19,6 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from herald.broker import control, gateway, replication
 from herald.broker.authz import auth_middleware
+from herald.broker.limits import body_deadline_middleware
 from herald.broker.service import Broker
 from herald.broker.settings import BrokerSettings
 from herald.protocol.errors import HTTP_CODES, HeraldError, Status
@@ -91,7 +92,8 @@ async def handle_metrics(_request: web.Request) -> web.Response:
 
 
 def make_app(broker: Broker) -> web.Application:
-    app = web.Application(middlewares=[errors_middleware, auth_middleware, identity_bodies_middleware],
+    app = web.Application(middlewares=[errors_middleware, auth_middleware, identity_bodies_middleware,
+                                       body_deadline_middleware],
                           client_max_size=broker.settings.max_append_bytes)
     app["broker"] = broker
     app.router.add_get("/debug/metrics", handle_metrics)
