@@ -100,6 +100,7 @@ def test_oversized_append_is_413_and_writes_nothing(broker_factory):
     ({"name": "ok/journal", "replication": 1, "fragment": {"stores": ["no-scheme"]}},
      "changes[0].upsert.fragment.stores[0]"),
     ({"name": "ok/journal", "replication": 1, "bogus": 1}, "changes[0].upsert.bogus"),
+    ({"name": "ok/journal", "replication": 1, "labels": 5}, "changes[0].upsert.labels"),  # was a 500
 ])
 def test_malformed_specs_are_rejected_naming_the_field(served, spec, field):
     resp = httpx.post(f"{served.url}/v1/journals/apply",

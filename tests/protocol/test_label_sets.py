@@ -102,6 +102,8 @@ def test_from_list_accepts_missing_value_as_in_gazette_yaml():
         ([{"name": "aa", "value": "no,comma"}], "[0].value"),
         ([{"name": "aa", "bogus": 1}], "[0].bogus"),
         ([{"name": "aa"}, {"name": "aa", "value": "1"}], "[1]"),  # empty and non-empty
+        (5, None),  # not a list at all (was a TypeError, a 500 at apply)
+        (True, None),
     ],
 )
 def test_invalid_labels_name_their_field(items, field):

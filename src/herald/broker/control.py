@@ -12,20 +12,22 @@ import orjson
 from aiohttp import web
 
 from herald.auth import Claims
+from herald.broker import wire
 from herald.broker.authz import UNRESTRICTED, authorize_change, claims_of
-from herald.broker.gateway import append_from_request, local_or_proxy, register_headers
+from herald.broker.endpoints import Endpoint, Param, add_endpoints
+from herald.broker.gateway import APPEND_HEADERS, append_from_request, local_or_proxy, register_headers
 from herald.broker.service import Broker
 from herald.keyspace.base import Change, Entry
 from herald.protocol.errors import ValidationError
 from herald.protocol.journal import validate_journal_name
 from herald.protocol.labels import LabelSelector, journal_meta_labels, rewrite_prefix_selector
 
-MAX_PAGE = 10_000
-DEFAULT_PAGE = 1_000
+MAX_PAGE, DEFAULT_PAGE = wire.MAX_PAGE, wire.DEFAULT_PAGE
 
 
-async def json_body(request: web.Request) -> dict:
-    """The request's JSON object (400 naming ``body`` otherwise)."""
+async def json_body(request: web.Request, model: type) -> dict:
+    """The request's JSON object, holding only ``model``'s fields with their JSON
+    types (400 naming ``body`` or the field otherwise)."""
     raw = await request.read()
     if not raw:
         return {}
@@ -35,7 +37,7 @@ async def json_body(request: web.Request) -> dict:
         raise ValidationError("body", f"invalid JSON: {err}") from None
     if not isinstance(body, dict):
         raise ValidationError("body", "must be a JSON object")
-    return body
+    return wire.check_body(model, body)
 
 
 def json_response(doc: dict, status: int = 200) -> web.Response:
@@ -73,9 +75,12 @@ def snapshot(broker: Broker, selector: LabelSelector, claims: Claims = UNRESTRIC
 
 
 async def handle_list(request: web.Request) -> web.StreamResponse:
-    """A snapshot; with ``watch`` an NDJSON stream, one line per change of the matched set."""
+    """List the journals a selector matches; with ``watch``, an NDJSON stream of snapshots.
+
+    A watch writes one line per change of the matched set (names or revisions).
+    """
     broker: Broker = request.app["broker"]
-    body = await json_body(request)
+    body = await json_body(request, wire.ListRequest)
     selector, claims = parse_selector(body.get("selector", "")), claims_of(request)
     if not body.get("watch"):
         return json_response(snapshot(broker, selector, claims))
@@ -94,9 +99,9 @@ async def handle_list(request: web.Request) -> web.StreamResponse:
 
 
 async def handle_apply(request: web.Request) -> web.Response:
-    """Apply all changes atomically, then wait until the broker serves them."""
+    """Apply changes atomically (all or none), then wait until the broker serves them."""
     broker: Broker = request.app["broker"]
-    body = await json_body(request)
+    body = await json_body(request, wire.ApplyRequest)
     raw = body.get("changes")
     if not isinstance(raw, list) or not raw:
         raise ValidationError("changes", "must be a non-empty list")
@@ -113,7 +118,7 @@ async def handle_apply(request: web.Request) -> web.Response:
 
 async def handle_fragments(request: web.Request) -> web.Response:
     """A page of a journal's fragments, with signed URLs when ``signature_ttl`` is set."""
-    body = await json_body(request)
+    body = await json_body(request, wire.FragmentsRequest)
     journal = await local_or_proxy(request, _str(body, "journal"), False, await request.read())
     if isinstance(journal, web.StreamResponse):
         return journal
@@ -145,7 +150,7 @@ def _in_mod_window(fragment, begin_mod: float, end_mod: float) -> bool:
 
 
 async def handle_append(request: web.Request) -> web.Response:
-    """``POST /v1/journals/append?journal=J``: raw body in, JSON commit out."""
+    """Append the raw body to a journal; the commit comes back as JSON."""
     broker: Broker = request.app["broker"]
     for key in request.query:
         if key != "journal":
@@ -164,12 +169,12 @@ async def handle_append(request: web.Request) -> web.Response:
 
 
 async def handle_prune(request: web.Request) -> web.Response:
-    """Remove persisted fragments older than ``fragment.retention`` (≤ 0 keeps all).
+    """Remove a journal's persisted fragments older than ``fragment.retention``.
 
     Brokers never prune by themselves (as Gazette); an operator runs
     ``herald journals prune``. ``now`` may be given to prune "as of" a time.
     """
-    body = await json_body(request)
+    body = await json_body(request, wire.PruneRequest)
     journal = await local_or_proxy(request, _str(body, "journal"), True, await request.read())
     if isinstance(journal, web.StreamResponse):
         return journal
@@ -182,7 +187,7 @@ async def handle_prune(request: web.Request) -> web.Response:
 async def handle_members(request: web.Request) -> web.Response:
     """The brokers of the cluster, their zones, and how many journals each serves."""
     broker: Broker = request.app["broker"]
-    await json_body(request)
+    await json_body(request, wire.MembersRequest)
     if not broker.is_cluster:
         members = {broker.member_id: broker.endpoint}
     else:
@@ -212,11 +217,21 @@ def _num(body: dict, key: str, default: float) -> float:
     return value
 
 
+ENDPOINTS = (
+    Endpoint("POST", "/v1/journals/list", handle_list, "journals", wire.ListRequest, wire.ListResponse,
+             response_media_types=("application/x-ndjson",)),
+    Endpoint("POST", "/v1/journals/apply", handle_apply, "journals", wire.ApplyRequest, wire.ApplyResponse),
+    Endpoint("POST", "/v1/journals/fragments", handle_fragments, "journals", wire.FragmentsRequest,
+             wire.FragmentsResponse),
+    Endpoint("POST", "/v1/journals/append", handle_append, "journals", "application/octet-stream",
+             wire.AppendResponse, query=(Param("journal", "The journal to append to.", required=True),),
+             headers=APPEND_HEADERS),
+    Endpoint("POST", "/v1/journals/prune", handle_prune, "journals", wire.PruneRequest, wire.PruneResponse),
+    Endpoint("POST", "/v1/members/list", handle_members, "members", wire.MembersRequest,
+             wire.MembersResponse),
+)
+
+
 def add_routes(app: web.Application) -> None:
-    app.router.add_post("/v1/journals/list", handle_list)
-    app.router.add_post("/v1/journals/apply", handle_apply)
-    app.router.add_post("/v1/journals/fragments", handle_fragments)
-    app.router.add_post("/v1/journals/append", handle_append)
-    app.router.add_post("/v1/journals/prune", handle_prune)
-    app.router.add_post("/v1/members/list", handle_members)
+    add_endpoints(app, ENDPOINTS)
 

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from herald.auth import Capability
 from herald.broker.authz import authorize_journal
+from herald.broker.endpoints import Endpoint, Param, add_endpoints
 from herald.broker.journal import AppendCommit, Journal
 from herald.broker.metrics import METRICS
 from herald.broker.proxy import forward, is_proxied
@@ -74,6 +75,7 @@ async def local_or_proxy(request: web.Request, name: str, need_primary: bool,
 
 
 def int_param(request: web.Request, key: str, default: int, minimum: int) -> int:
+    """An integer query parameter in [minimum, 2^63): offsets are int64, as in Gazette."""
     raw = request.query.get(key)
     if raw is None:
         return default
@@ -81,8 +83,8 @@ def int_param(request: web.Request, key: str, default: int, minimum: int) -> int
         value = int(raw)
     except ValueError:
         raise ValidationError(key, f"must be an integer, not {raw!r}") from None
-    if value < minimum:
-        raise ValidationError(key, f"must be ≥ {minimum}, not {value}")
+    if not minimum <= value <= MAX_OFFSET:
+        raise ValidationError(key, f"must be in [{minimum}, 2^63), not {value}")
     return value
 
 
@@ -162,6 +164,10 @@ def commit_headers(result: AppendCommit) -> dict[str, str]:
 
 
 async def handle_put(request: web.Request) -> web.Response:
+    """Append the request body to the journal, whole or not at all.
+
+    Register headers are checked before the body is read; a refused append writes nothing.
+    """
     broker: Broker = request.app["broker"]
     name = journal_name(request)
     reject_unknown_params(request, set())
@@ -219,6 +225,7 @@ async def read_request(request: web.Request):
 
 
 async def handle_head(request: web.Request) -> web.StreamResponse:
+    """A read's metadata only: where it starts, the write head, the fragment."""
     broker: Broker = request.app["broker"]
     routed = await read_request(request)
     if isinstance(routed, web.StreamResponse):
@@ -287,10 +294,46 @@ async def _first_chunk(journal: Journal, offset: int, chunks) -> tuple[int, byte
                           f"reading {journal.spec.name} at {offset} failed: {err}", "offset") from None
 
 
+APPEND_HEADERS = (
+    Param("Content-Encoding", "Only `identity`: encoded bodies are refused (415).", enum=("identity",)),
+    Param("X-Check-Registers", "Append only if the journal's registers match this selector (else 412)."),
+    Param("X-Union-Registers", "Labels added to the registers with the append."),
+    Param("X-Subtract-Registers", "Labels removed from the registers with the append."),
+)
+READ_QUERY = (
+    Param("offset", "Where to read from; -1 = the write head.", int, minimum=-1),
+    Param("block", "Wait for content to be committed, and stream it as it is.", bool),
+    Param("end_offset", "Stop before this offset; 0 = no end.", int, minimum=0),
+)
+READ_HEADERS = (
+    Param("Content-Range", "`bytes <start>-<max>/<max>`: start moves past a pruned range."),
+    Param("X-Write-Head", "The journal's write head.", int),
+    Param("X-Fragment-Name", "The fragment holding the first offset."),
+    Param("X-Fragment-Location", "A signed URL of that fragment, once persisted."),
+)
+COMMIT_HEADERS = (
+    Param("X-Commit-Begin", "First offset of the append.", int),
+    Param("X-Commit-End", "Offset after the append.", int),
+    Param("X-Commit-SHA1-Sum", "SHA1 of the appended bytes, hex."),
+    Param("X-Write-Head", "The journal's write head.", int),
+    Param("X-Registers", "The registers after the append, as `k=v,k2=v2`."),
+)
+# ``[\s\S]+``, not ``.+``: a decoded path may hold a newline, and such a name must
+# reach journal_name() to be refused as JSON, not fall through to aiohttp's text 404.
+JOURNAL_PATH = "/{journal:[\\s\\S]+}"
+ENDPOINTS = (
+    Endpoint("PUT", JOURNAL_PATH, handle_put, "gateway", "application/octet-stream", status=204,
+             headers=APPEND_HEADERS, response_headers=COMMIT_HEADERS),
+    Endpoint("GET", JOURNAL_PATH, handle_get, "gateway", response="application/octet-stream",
+             status=206, query=READ_QUERY, response_headers=READ_HEADERS),
+    Endpoint("HEAD", JOURNAL_PATH, handle_head, "gateway", query=READ_QUERY,
+             response_headers=READ_HEADERS),
+)
+
+
 def add_routes(app: web.Application) -> None:
-    app.router.add_route("PUT", "/{journal:.+}", handle_put)
-    app.router.add_route("GET", "/{journal:.+}", handle_get)
-    app.router.add_route("HEAD", "/{journal:.+}", handle_head)
+    add_endpoints(app, ENDPOINTS)
 
 
-__all__ = ["add_routes", "append_from_request", "commit_headers", "local_or_proxy", "register_headers"]
+__all__ = ["APPEND_HEADERS", "add_routes", "append_from_request", "commit_headers", "local_or_proxy",
+           "register_headers"]

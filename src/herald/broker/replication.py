@@ -22,8 +22,10 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from herald.broker import wire
 from herald.broker.authz import authorize_journal
 from herald.broker.backoff import RetryPacer
+from herald.broker.endpoints import Endpoint, Param, add_endpoints
 from herald.protocol.errors import HeraldError, Status, ValidationError, with_field_prefix
 from herald.protocol.labels import LabelSet
 
@@ -178,6 +180,7 @@ def _sync_request(raw: bytes) -> tuple[int, LabelSet, int]:
 
 
 async def handle_sync(request: web.Request) -> web.Response:
+    """Peers only: roll this replica forward to the primary's end, and say where it is."""
     end, registers, fragment_begin = _sync_request(await request.read())
     journal = _replica(request)
     begin, end, registers = await journal.sync_to(end, registers, fragment_begin)
@@ -185,6 +188,7 @@ async def handle_sync(request: web.Request) -> web.Response:
 
 
 async def handle_append(request: web.Request) -> web.Response:
+    """Peers only: write, sync and commit a primary's group; answer the fragment's SHA1."""
     fragment_begin = _offset(request.query.get("fragment_begin"), "fragment_begin")
     begin = _offset(request.query.get("begin"), "begin")
     if fragment_begin > begin:
@@ -205,6 +209,18 @@ def _dumps(doc) -> str:
     return orjson.dumps(doc).decode()
 
 
+_PEER_QUERY = (Param("journal", "The replicated journal.", required=True),)
+_PEER_HEADERS = (Param(PRIMARY_HEADER, "The sending primary's member id (`zone#suffix`).", required=True),)
+ENDPOINTS = (
+    Endpoint("POST", "/v1/replicate/sync", handle_sync, "peers", wire.SyncRequest, wire.SyncResponse,
+             query=_PEER_QUERY, headers=_PEER_HEADERS),
+    Endpoint("POST", "/v1/replicate/append", handle_append, "peers", "application/octet-stream",
+             wire.ReplicaAppendResponse,
+             query=(*_PEER_QUERY, Param("begin", "Journal offset of the group.", int, True, minimum=0),
+                    Param("fragment_begin", "Where the primary's fragment begins.", int, True, minimum=0)),
+             headers=(*_PEER_HEADERS, Param("X-Registers", "The registers after this group."))),
+)
+
+
 def add_routes(app: web.Application) -> None:
-    app.router.add_post("/v1/replicate/sync", handle_sync)
-    app.router.add_post("/v1/replicate/append", handle_append)
+    add_endpoints(app, ENDPOINTS)

@@ -17,8 +17,10 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from herald.broker import control, gateway, replication
+from herald.broker import control, gateway, openapi, replication
 from herald.broker.authz import auth_middleware
+from herald.broker.endpoints import Endpoint, add_endpoints
+from herald.broker.limits import body_deadline_middleware
 from herald.broker.service import Broker
 from herald.broker.settings import BrokerSettings
 from herald.protocol.errors import HTTP_CODES, HeraldError, Status
@@ -83,18 +85,28 @@ async def identity_bodies_middleware(request: web.Request, handler):
         raise HeraldError(Status.UNSUPPORTED_MEDIA_TYPE,
                           f"request bodies must not be encoded (Content-Encoding: {encoding}); "
                           "send the raw bytes", "Content-Encoding")
+    # The same for transfer codings: aiohttp undoes ``chunked`` but would hand a
+    # ``gzip, chunked`` body over still gzipped, to be appended as if it were raw.
+    codings = {c.strip().lower() for c in request.headers.get("Transfer-Encoding", "").split(",")}
+    if codings - {"chunked", ""}:
+        raise HeraldError(Status.UNSUPPORTED_MEDIA_TYPE,
+                          "only the chunked transfer coding is accepted, not "
+                          f"{request.headers['Transfer-Encoding']!r}", "Transfer-Encoding")
     return await handler(request)
 
 
 async def handle_metrics(_request: web.Request) -> web.Response:
+    """Prometheus metrics of this broker."""
     return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
 def make_app(broker: Broker) -> web.Application:
-    app = web.Application(middlewares=[errors_middleware, auth_middleware, identity_bodies_middleware],
+    app = web.Application(middlewares=[errors_middleware, auth_middleware, identity_bodies_middleware,
+                                       body_deadline_middleware],
                           client_max_size=broker.settings.max_append_bytes)
     app["broker"] = broker
-    app.router.add_get("/debug/metrics", handle_metrics)
+    add_endpoints(app, [Endpoint("GET", "/debug/metrics", handle_metrics, "meta", response="text/plain")])
+    openapi.add_routes(app)
     control.add_routes(app)
     replication.add_routes(app)
     gateway.add_routes(app)

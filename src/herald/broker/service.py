@@ -28,6 +28,7 @@ from herald.broker.authz import PeerTokens
 from herald.broker.backoff import RetryPacer
 from herald.broker.datadir import DataDirLock
 from herald.broker.journal import Journal
+from herald.broker.limits import runner_limits
 from herald.broker.ratelimit import AppendRates
 from herald.broker.replication import Pipeline
 from herald.broker.settings import BrokerSettings
@@ -227,7 +228,7 @@ class Broker:
         # auto_decompress=False: bodies are taken raw (identity_bodies_middleware refuses
         # any Content-Encoding); aiohttp must not inflate them before that check.
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0,
-                                     auto_decompress=False)
+                                     auto_decompress=False, **runner_limits(self.settings))
         await self._runner.setup()
         host, port = sock.getsockname()[:2]
         scheme = "https" if server_tls else "http"

@@ -6,6 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_MAX_APPEND_BYTES = 64 << 20
+# Per-connection limits (broker/limits.py): aiohttp's header-line limit, its
+# long-standing idle timeout, and a minute for a whole request body.
+DEFAULT_MAX_HEADER_BYTES = 8190
+DEFAULT_IDLE_TIMEOUT_S = 75.0
+DEFAULT_BODY_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +23,9 @@ class BrokerSettings:
     file_root: Path | None = None
     max_append_bytes: int = DEFAULT_MAX_APPEND_BYTES
     max_append_rate: int = 0  # bytes/s per journal whose spec sets none (0: unlimited)
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
     # Cluster mode (None: embedded, one broker, local keyspace).
     etcd: str | None = None
     etcd_prefix: str = "/herald/cluster"

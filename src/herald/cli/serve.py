@@ -8,9 +8,14 @@ from pathlib import Path
 import typer
 
 from herald.broker import BrokerSettings, serve
-from herald.broker.settings import DEFAULT_MAX_APPEND_BYTES
+from herald.broker.settings import (
+    DEFAULT_BODY_TIMEOUT_S,
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_APPEND_BYTES,
+    DEFAULT_MAX_HEADER_BYTES,
+)
 from herald.cli.logs import configure
-from herald.protocol.journal import parse_duration
+from herald.protocol.journal import format_duration, parse_duration
 
 
 def serve_command(
@@ -32,6 +37,17 @@ def serve_command(
                                         envvar="HERALD_BROKER_MAX_APPEND_RATE",
                                         help="Bytes/s per journal whose spec sets no max_append_rate "
                                              "(appenders wait; 0: unlimited)."),
+    max_header_bytes: int = typer.Option(DEFAULT_MAX_HEADER_BYTES, "--max-header-bytes",
+                                         "--broker.max-header-bytes",
+                                         envvar="HERALD_BROKER_MAX_HEADER_BYTES",
+                                         help="Longest request line or header field (400 beyond)."),
+    idle_timeout: str = typer.Option(format_duration(DEFAULT_IDLE_TIMEOUT_S), "--idle-timeout",
+                                     "--broker.idle-timeout", envvar="HERALD_BROKER_IDLE_TIMEOUT",
+                                     help="Close a connection idle (or still sending its request "
+                                          "headers) this long."),
+    body_timeout: str = typer.Option(format_duration(DEFAULT_BODY_TIMEOUT_S), "--body-timeout",
+                                     "--broker.body-timeout", envvar="HERALD_BROKER_BODY_TIMEOUT",
+                                     help="Longest time to receive a request body (408 beyond)."),
     etcd: str = typer.Option(None, "--etcd", "--etcd.address", envvar="HERALD_ETCD",
                              help="etcd URL: run as a cluster member (default: embedded, no etcd)."),
     etcd_prefix: str = typer.Option("/herald/cluster", "--etcd.prefix", envvar="HERALD_ETCD_PREFIX"),
@@ -66,8 +82,18 @@ def serve_command(
         raise typer.BadParameter("must be at least 1s", param_hint="--etcd.lease")
     settings = BrokerSettings(host=host, port=port, data_dir=data_dir, file_root=file_root,
                               max_append_bytes=max_append_bytes, max_append_rate=max_append_rate,
+                              max_header_bytes=max_header_bytes,
+                              idle_timeout_s=_positive_duration(idle_timeout, "--idle-timeout"),
+                              body_timeout_s=_positive_duration(body_timeout, "--body-timeout"),
                               etcd=etcd, etcd_prefix=etcd_prefix,
                               etcd_lease_s=int(lease_s), zone=zone, id=broker_id, advertise=advertise,
                               auth_keys=auth_keys, tls_cert_file=tls_cert_file, tls_key_file=tls_key_file,
                               tls_ca_file=tls_ca_file)
     asyncio.run(serve(settings, ready=lambda line: print(line, flush=True)))
+
+
+def _positive_duration(text: str, flag: str) -> float:
+    seconds = parse_duration(text, flag)
+    if seconds <= 0:
+        raise typer.BadParameter("must be a positive duration like 30s", param_hint=flag)
+    return seconds

@@ -46,6 +46,7 @@ class Status(enum.Enum):
     FRAGMENT_MISSING = 107
     PERMISSION_DENIED = 108
     MESSAGE_DECODE_ERROR = 109
+    REQUEST_TIMEOUT = 110
 
 
 HTTP_CODES: Mapping[Status, int] = MappingProxyType(
@@ -76,6 +77,7 @@ HTTP_CODES: Mapping[Status, int] = MappingProxyType(
         Status.FRAGMENT_MISSING: 410,
         Status.PERMISSION_DENIED: 403,
         Status.MESSAGE_DECODE_ERROR: 422,
+        Status.REQUEST_TIMEOUT: 408,
     }
 )
 

@@ -110,7 +110,7 @@ class LabelSet:
     def from_list(cls, items: Iterable[Mapping[str, Any]]) -> LabelSet:
         """From ``[{name, value}]`` (``value`` optional, as in Gazette's YAML).
         Field paths of errors are ``[i].name`` relative to the input list."""
-        if isinstance(items, (str, bytes, Mapping)):
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
             raise ValidationError(None, "expected a list of {name, value}")
         labels = []
         for i, item in enumerate(items):
