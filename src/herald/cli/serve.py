@@ -30,8 +30,9 @@ def serve_command(
                                          help="Largest accepted append (413 beyond)."),
     max_append_rate: int = typer.Option(0, "--max-append-rate", "--broker.max-append-rate", min=0,
                                         envvar="HERALD_BROKER_MAX_APPEND_RATE",
-                                        help="Bytes/s per journal whose spec sets no max_append_rate "
-                                             "(appenders wait; 0: unlimited)."),
+                                        help="Most bytes/s any one journal may be appended at, "
+                                             "bounding its spec's max_append_rate too (appenders "
+                                             "wait; 0: no broker-wide limit)."),
     etcd: str = typer.Option(None, "--etcd", "--etcd.address", envvar="HERALD_ETCD",
                              help="etcd URL: run as a cluster member (default: embedded, no etcd)."),
     etcd_prefix: str = typer.Option("/herald/cluster", "--etcd.prefix", envvar="HERALD_ETCD_PREFIX"),
