@@ -1,6 +1,12 @@
-"""``JournalSpec.max_append_rate``: appenders of a limited journal wait for their
-bytes/s (Gazette's flow control), other journals are not held up, and a re-applied
-spec changes the rate for later appends."""
+"""``JournalSpec.max_append_rate`` on a real broker: appenders of a limited journal
+wait for their bytes/s (Gazette's flow control) and are never refused, other
+journals are not held up, a re-applied spec changes the rate, and the broker's
+``--max-append-rate`` bounds every journal.
+
+Timings are only ever lower bounds, read on the test's own clock: 256 KiB at
+64 KiB/s, with one second (64 KiB) of burst credit, cannot take less than 3 s —
+unless the burst is not bounded or the limit is not enforced.
+"""
 
 from __future__ import annotations
 
@@ -9,68 +15,115 @@ import time
 
 import pytest
 
-from herald.broker.ratelimit import TokenBucket
 from herald.testing import BrokerProcess, apply_specs, journal_spec
 
 RATE = 64 << 10
 PIECE = 16 << 10
+PIECES = 16
+TOTAL = PIECE * PIECES
+MIN_S = (TOTAL - RATE) / RATE * 0.95  # 3 s, less a margin for clock granularity
 
 
-def test_bucket_admits_a_second_of_burst_then_charges_time():
-    bucket = TokenBucket(1000, now=0.0)
-    assert bucket.charge(1000, now=0.0) == 0.0            # one second's worth at once
-    assert bucket.charge(500, now=0.0) == pytest.approx(0.5)  # then it waits for the refill
-    assert bucket.charge(0, now=10.0) == 0.0              # a long idle refills only to the cap
-    assert bucket.tokens == 1000
-    assert bucket.charge(3000, now=10.0) == pytest.approx(2.0)  # larger than the cap: waits its debt
+def limited_spec(name: str, rate: int = RATE) -> dict:
+    return dict(journal_spec(name), max_append_rate=rate)
 
 
-def test_bucket_rate_change_applies_to_later_charges():
-    bucket = TokenBucket(1000, now=0.0)
-    bucket.charge(1000, now=0.0)
-    bucket.set_rate(100, now=0.0)
-    assert bucket.charge(100, now=0.0) == pytest.approx(1.0)
-    bucket.set_rate(10_000, now=1.0)
-    assert bucket.charge(5000, now=1.5) == 0.0  # half a second at the new rate refilled 5000
+def append_pieces(proc: BrokerProcess, name: str, done: threading.Event | None = None) -> float:
+    """Append TOTAL bytes as PIECES appends; returns the seconds it took."""
+    started = time.monotonic()
+    with proc.client() as http:
+        for _ in range(PIECES):
+            http.put(f"/{name}", content=b"x" * PIECE).raise_for_status()
+    if done is not None:
+        done.set()
+    return time.monotonic() - started
+
+
+def write_head(proc: BrokerProcess, name: str) -> int:
+    with proc.client() as http:
+        return int(http.head(f"/{name}").headers["X-Write-Head"])
 
 
 @pytest.fixture
-def limited(tmp_path):
+def broker_proc(tmp_path):
     proc = BrokerProcess(tmp_path / "d").start()
-    apply_specs(proc.url, dict(journal_spec("rate/limited"), max_append_rate=RATE),
-                journal_spec("rate/free"))
     yield proc
     proc.kill()
 
 
-def test_a_limited_journal_waits_while_an_unlimited_one_does_not(limited):
-    free_done, limited_done = threading.Event(), []
-
-    def append_free():
-        with limited.client() as http:
-            for _ in range(16):
-                http.put("/rate/free", content=b"f" * PIECE).raise_for_status()
-        free_done.set()
-
-    started = time.monotonic()
-    free = threading.Thread(target=append_free)
+def test_limited_journal_waits_while_an_unlimited_one_does_not(broker_proc):
+    apply_specs(broker_proc.url, limited_spec("rate/limited"), journal_spec("rate/free"))
+    free_done = threading.Event()
+    free = threading.Thread(target=append_pieces, args=(broker_proc, "rate/free", free_done))
     free.start()
-    with limited.client() as http:
-        for _ in range(16):  # 256 KiB at 64 KiB/s with a 64 KiB burst: ≥ 3 s
-            http.put("/rate/limited", content=b"l" * PIECE).raise_for_status()
-            limited_done.append(free_done.is_set())
-    elapsed = time.monotonic() - started
+    assert append_pieces(broker_proc, "rate/limited") >= MIN_S
+    free_finished_first = free_done.is_set()
     free.join()
-    assert elapsed >= (16 * PIECE - RATE) / RATE * 0.95
-    assert limited_done[-1], "the unlimited journal's 16 appends finished before the limited ones"
-    with limited.client() as http:
-        assert int(http.head("/rate/limited").headers["X-Write-Head"]) == 16 * PIECE
+    assert free_finished_first, "the unlimited journal was held back with the limited one"
+    assert write_head(broker_proc, "rate/limited") == write_head(broker_proc, "rate/free") == TOTAL
 
 
-def test_reapplied_rate_takes_effect_for_later_appends(limited):
-    apply_specs(limited.url, dict(journal_spec("rate/limited"), max_append_rate=RATE * 16))
+@pytest.mark.parametrize("method, path", [("PUT", "/rate/large"),
+                                          ("POST", "/v1/journals/append?journal=rate/large")])
+def test_one_large_append_is_paced_not_refused(broker_proc, method, path):
+    apply_specs(broker_proc.url, limited_spec("rate/large"))
     started = time.monotonic()
-    with limited.client() as http:
-        for _ in range(16):
-            http.put("/rate/limited", content=b"l" * PIECE).raise_for_status()
-    assert time.monotonic() - started < (16 * PIECE - RATE) / RATE  # no longer held to 64 KiB/s
+    with broker_proc.client() as http:
+        http.request(method, path, content=b"y" * TOTAL).raise_for_status()
+    assert time.monotonic() - started >= MIN_S
+    assert write_head(broker_proc, "rate/large") == TOTAL
+
+
+def test_reapplied_spec_limits_later_appends(broker_proc):
+    apply_specs(broker_proc.url, journal_spec("rate/changed"))
+    append_pieces(broker_proc, "rate/changed")  # unlimited: no bucket, no credit saved up
+    apply_specs(broker_proc.url, limited_spec("rate/changed"))
+    assert append_pieces(broker_proc, "rate/changed") >= MIN_S
+    assert write_head(broker_proc, "rate/changed") == 2 * TOTAL
+
+
+def test_reapplied_spec_lifts_the_limit_for_later_appends(broker_proc):
+    apply_specs(broker_proc.url, limited_spec("rate/lifted"), limited_spec("rate/still"))
+    with broker_proc.client() as http:  # spend the lifted journal's burst credit under the limit
+        http.put("/rate/lifted", content=b"z" * RATE).raise_for_status()
+    apply_specs(broker_proc.url, journal_spec("rate/lifted"))
+    lifted_done = threading.Event()
+    lifted = threading.Thread(target=append_pieces, args=(broker_proc, "rate/lifted", lifted_done))
+    lifted.start()
+    assert append_pieces(broker_proc, "rate/still") >= MIN_S
+    lifted_finished_first = lifted_done.is_set()
+    lifted.join()
+    assert lifted_finished_first, "the lifted journal was still held to its old rate"
+
+
+def test_broker_rate_bounds_journals_with_and_without_a_spec_rate(tmp_path):
+    proc = BrokerProcess(tmp_path / "d", None, "--broker.max-append-rate", str(RATE)).start()
+    try:
+        apply_specs(proc.url, journal_spec("rate/default"), limited_spec("rate/faster", RATE * 16))
+        elapsed: dict[str, float] = {}
+        threads = [threading.Thread(target=lambda n=name: elapsed.__setitem__(n, append_pieces(proc, n)))
+                   for name in ("rate/default", "rate/faster")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert elapsed["rate/default"] >= MIN_S
+        assert elapsed["rate/faster"] >= MIN_S
+    finally:
+        proc.kill()
+
+
+def test_pacing_does_not_count_against_the_body_timeout(tmp_path):
+    """An 8 MiB append held to 2 MiB/s takes ~3 s (past the socket buffers, so the
+    client itself is held back), longer than a 1 s --body-timeout: the wait is the
+    broker's own doing, so the append succeeds rather than a 408."""
+    size = 8 << 20
+    proc = BrokerProcess(tmp_path / "d", None, "--body-timeout", "1s").start()
+    try:
+        apply_specs(proc.url, limited_spec("rate/slow-body", rate=2 << 20))
+        with proc.client(timeout=60) as http:
+            resp = http.put("/rate/slow-body", content=b"x" * size)
+        assert resp.status_code == 204, resp.text
+        assert write_head(proc, "rate/slow-body") == size
+    finally:
+        proc.kill()

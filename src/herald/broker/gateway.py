@@ -11,6 +11,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from urllib.parse import unquote
 
 from aiohttp import web
@@ -119,8 +120,13 @@ def register_headers(headers) -> tuple[LabelSelector | None, LabelSet | None, La
             parse("X-Subtract-Registers", lambda raw: LabelSet.parse(raw).refuse_prefix()))
 
 
-async def read_body(request: web.Request, limit: int) -> bytes:
-    """The whole request body, or PAYLOAD_TOO_LARGE before buffering past ``limit``."""
+async def read_body(request: web.Request, limit: int,
+                    pace: Callable[[int], Awaitable[None]] | None = None) -> bytes:
+    """The whole request body, or PAYLOAD_TOO_LARGE before buffering past ``limit``.
+
+    ``pace(size)`` is awaited after each chunk, before the next is read: a journal's
+    rate limit holds the client back through TCP rather than buffering its body.
+    """
     if request.content_length is not None and request.content_length > limit:
         raise HeraldError(Status.PAYLOAD_TOO_LARGE,
                           f"append of {request.content_length} bytes exceeds the limit of {limit}",
@@ -132,6 +138,8 @@ async def read_body(request: web.Request, limit: int) -> bytes:
             raise HeraldError(Status.PAYLOAD_TOO_LARGE, f"append exceeds the limit of {limit} bytes",
                               "body")
         parts.append(chunk)
+        if pace is not None:
+            await pace(len(chunk))
     return b"".join(parts)
 
 
@@ -145,8 +153,15 @@ async def append_from_request(broker: Broker, request: web.Request, journal: Jou
     """Validate everything, then read the body, then append: bad input writes nothing."""
     writable(journal)
     check, union, subtract = register_headers(request.headers)
-    content = await read_body(request, broker.settings.max_append_bytes)
-    await broker.append_rates.admit(journal.spec, len(content))
+    deadline = request.get("body_deadline")
+
+    async def pace(size: int) -> None:
+        started = time.monotonic()
+        await broker.append_rates.admit(journal.spec, size)
+        if deadline is not None:  # our rate limit's wait is not the client being slow
+            deadline.extend(time.monotonic() - started)
+
+    content = await read_body(request, broker.settings.max_append_bytes, pace=pace)
     started = time.perf_counter()
     result = await journal.append(content, check, union, subtract)
     METRICS.append_requests.observe(time.perf_counter() - started)

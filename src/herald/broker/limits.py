@@ -92,11 +92,31 @@ async def body_deadline_middleware(request: web.Request, handler):
     timeout_s = request.app["broker"].settings.body_timeout_s
     if not request.body_exists:
         return await handler(request)
-    timer = asyncio.get_running_loop().call_later(timeout_s, _expire_body, request, timeout_s)
+    deadline = request["body_deadline"] = BodyDeadline(request, timeout_s)
     try:
         return await handler(request)
     except BodyTimeoutError:
         raise HeraldError(Status.REQUEST_TIMEOUT,
                           f"the request body did not arrive within {timeout_s:g}s", "body") from None
     finally:
-        timer.cancel()
+        deadline.cancel()
+
+
+class BodyDeadline:
+    """The timer of one request body; `extend` pushes it back by time the broker
+    itself made the client wait (a journal's append rate limit), which is not the
+    client being slow."""
+
+    def __init__(self, request: web.Request, timeout_s: float) -> None:
+        self._request, self._timeout_s = request, timeout_s
+        self._loop = asyncio.get_running_loop()
+        self._at = self._loop.time() + timeout_s
+        self._timer = self._loop.call_at(self._at, _expire_body, request, timeout_s)
+
+    def extend(self, seconds: float) -> None:
+        self._timer.cancel()
+        self._at += seconds
+        self._timer = self._loop.call_at(self._at, _expire_body, self._request, self._timeout_s)
+
+    def cancel(self) -> None:
+        self._timer.cancel()

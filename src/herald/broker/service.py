@@ -131,6 +131,7 @@ class Broker:
             for name in [n for n in self.journals
                          if n not in entries or self.member_id not in self.route(n).members]:
                 journal = self.journals.pop(name)
+                self.append_rates.forget(name)
                 await journal.close()
                 log.info("stopped serving journal=%s", name)
 

@@ -22,7 +22,7 @@ class BrokerSettings:
     data_dir: Path = Path("herald-data")
     file_root: Path | None = None
     max_append_bytes: int = DEFAULT_MAX_APPEND_BYTES
-    max_append_rate: int = 0  # bytes/s per journal whose spec sets none (0: unlimited)
+    max_append_rate: int = 0  # bytes/s cap on every journal, spec or not (0: no cap); ratelimit.py
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S

@@ -35,8 +35,9 @@ def serve_command(
                                          help="Largest accepted append (413 beyond)."),
     max_append_rate: int = typer.Option(0, "--max-append-rate", "--broker.max-append-rate", min=0,
                                         envvar="HERALD_BROKER_MAX_APPEND_RATE",
-                                        help="Bytes/s per journal whose spec sets no max_append_rate "
-                                             "(appenders wait; 0: unlimited)."),
+                                        help="Most bytes/s any one journal may be appended at, "
+                                             "bounding its spec's max_append_rate too (appenders "
+                                             "wait; 0: no broker-wide limit)."),
     max_header_bytes: int = typer.Option(DEFAULT_MAX_HEADER_BYTES, "--max-header-bytes",
                                          "--broker.max-header-bytes",
                                          envvar="HERALD_BROKER_MAX_HEADER_BYTES",
