@@ -15,7 +15,7 @@ from herald.auth import Claims
 from herald.broker import wire
 from herald.broker.authz import UNRESTRICTED, authorize_change, claims_of
 from herald.broker.endpoints import Endpoint, Param, add_endpoints
-from herald.broker.gateway import APPEND_HEADERS, append_from_request, local_or_proxy, register_headers
+from herald.broker.gateway import APPEND_HEADERS, append_from_request, register_headers, serving_journal
 from herald.broker.service import Broker
 from herald.keyspace.base import Change, Entry
 from herald.protocol.errors import ValidationError
@@ -119,9 +119,7 @@ async def handle_apply(request: web.Request) -> web.Response:
 async def handle_fragments(request: web.Request) -> web.Response:
     """A page of a journal's fragments, with signed URLs when ``signature_ttl`` is set."""
     body = await json_body(request, wire.FragmentsRequest)
-    journal = await local_or_proxy(request, _str(body, "journal"), False, await request.read())
-    if isinstance(journal, web.StreamResponse):
-        return journal
+    journal = await serving_journal(request, _str(body, "journal"), False, await request.read())
     begin_mod, end_mod = _num(body, "begin_mod_time", 0), _num(body, "end_mod_time", 0)
     token = int(_num(body, "next_page_token", 0))
     limit = int(_num(body, "page_limit", DEFAULT_PAGE))
@@ -158,9 +156,7 @@ async def handle_append(request: web.Request) -> web.Response:
     name = request.query.get("journal", "")
     validate_journal_name(name, field="journal")
     register_headers(request.headers)
-    journal = await local_or_proxy(request, name, need_primary=True)
-    if isinstance(journal, web.StreamResponse):
-        return journal
+    journal = await serving_journal(request, name, need_primary=True)
     result = await append_from_request(broker, request, journal)
     return json_response({"commit": {"journal": name, "begin": result.begin, "end": result.end,
                                      "sum": result.sha1_hex},
@@ -175,9 +171,7 @@ async def handle_prune(request: web.Request) -> web.Response:
     ``herald journals prune``. ``now`` may be given to prune "as of" a time.
     """
     body = await json_body(request, wire.PruneRequest)
-    journal = await local_or_proxy(request, _str(body, "journal"), True, await request.read())
-    if isinstance(journal, web.StreamResponse):
-        return journal
+    journal = await serving_journal(request, _str(body, "journal"), True, await request.read())
     dry_run = bool(body.get("dry_run", False))
     now = _num(body, "now", 0) or time.time()
     removed = await journal.fragments.prune(now, dry_run)

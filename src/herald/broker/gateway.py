@@ -21,7 +21,7 @@ from herald.broker.authz import authorize_journal
 from herald.broker.endpoints import Endpoint, Param, add_endpoints
 from herald.broker.journal import AppendCommit, Journal
 from herald.broker.metrics import METRICS
-from herald.broker.proxy import forward, is_proxied
+from herald.broker.proxy import Forwarded, forward, is_proxied
 from herald.broker.read import StoreTroubleLog, stream
 from herald.broker.service import Broker
 from herald.protocol.errors import (
@@ -51,10 +51,11 @@ def journal_name(request: web.Request) -> str:
     return name
 
 
-async def local_or_proxy(request: web.Request, name: str, need_primary: bool,
-                         body: bytes | None = None):
-    """The local journal to serve ``name``, or the proxied response from the broker
-    that serves it (cluster mode). Raises JOURNAL_NOT_FOUND for unknown journals."""
+async def serving_journal(request: web.Request, name: str, need_primary: bool,
+                          body: bytes | None = None) -> Journal:
+    """The local journal to serve ``name``. When another broker serves it (cluster
+    mode), the request is forwarded there and `Forwarded` raised with its answer:
+    handlers see only the local case. Raises JOURNAL_NOT_FOUND for unknown journals."""
     broker: Broker = request.app["broker"]
     authorize_journal(request, name)
     journal = broker.local_journal(name, need_primary)
@@ -68,7 +69,7 @@ async def local_or_proxy(request: web.Request, name: str, need_primary: bool,
     target = await broker.route_target(name, need_primary)
     if target:
         credentials = broker.peer_headers(request.get("capability", Capability.READ), name)
-        return await forward(request, target, broker.session, body, credentials)
+        raise Forwarded(await forward(request, target, broker.session, body, credentials))
     journal = broker.local_journal(name, need_primary)
     if journal is None:
         raise HeraldError(Status.NOT_JOURNAL_BROKER, f"no broker serves {name} yet; retry")
@@ -187,9 +188,7 @@ async def handle_put(request: web.Request) -> web.Response:
     name = journal_name(request)
     reject_unknown_params(request, set())
     register_headers(request.headers)  # bad headers are a 400 here, before any proxying
-    journal = await local_or_proxy(request, name, need_primary=True)
-    if isinstance(journal, web.StreamResponse):
-        return journal
+    journal = await serving_journal(request, name, need_primary=True)
     result = await append_from_request(broker, request, journal)
     return web.Response(status=204, headers=commit_headers(result))
 
@@ -221,8 +220,8 @@ def read_headers(broker: Broker, journal: Journal, offset: int) -> dict[str, str
     return headers
 
 
-async def read_request(request: web.Request):
-    """Parse and route a read: ``(journal, offset, block, end_offset)`` or a proxied response."""
+async def read_request(request: web.Request) -> tuple[Journal, int, bool, int]:
+    """Parse and route a read: ``(journal, offset, block, end_offset)``."""
     name = journal_name(request)
     reject_unknown_params(request, READ_PARAMS)
     offset = int_param(request, "offset", 0, -1)
@@ -230,10 +229,7 @@ async def read_request(request: web.Request):
     block = bool_param(request, "block")
     if end_offset and offset > end_offset:
         raise ValidationError("end_offset", "must be 0 or ≥ offset")
-    journal = await local_or_proxy(request, name, need_primary=False)
-    if isinstance(journal, web.StreamResponse):
-        return journal
-    readable(journal)
+    journal = readable(await serving_journal(request, name, need_primary=False))
     if offset == -1:
         offset = journal.write_head
     return journal, offset, block, end_offset
@@ -242,20 +238,14 @@ async def read_request(request: web.Request):
 async def handle_head(request: web.Request) -> web.StreamResponse:
     """A read's metadata only: where it starts, the write head, the fragment."""
     broker: Broker = request.app["broker"]
-    routed = await read_request(request)
-    if isinstance(routed, web.StreamResponse):
-        return routed
-    journal, offset, _block, _end = routed
+    journal, offset, _block, _end = await read_request(request)
     return web.Response(status=200, headers=read_headers(broker, journal, offset))
 
 
 async def handle_get(request: web.Request) -> web.StreamResponse:
     """Stream committed content from ``offset``; 416 if nothing is there and not blocking."""
     broker: Broker = request.app["broker"]
-    routed = await read_request(request)
-    if isinstance(routed, web.StreamResponse):
-        return routed
-    journal, offset, block, end_offset = routed
+    journal, offset, block, end_offset = await read_request(request)
     if not block and journal.locate(offset) is None:
         raise OffsetNotYetAvailableError(
             f"offset {offset} is not yet available (write head is {journal.write_head})",
@@ -350,5 +340,5 @@ def add_routes(app: web.Application) -> None:
     add_endpoints(app, ENDPOINTS)
 
 
-__all__ = ["APPEND_HEADERS", "add_routes", "append_from_request", "commit_headers", "local_or_proxy",
+__all__ = ["APPEND_HEADERS", "add_routes", "append_from_request", "commit_headers", "serving_journal",
            "register_headers"]

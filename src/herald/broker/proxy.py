@@ -19,6 +19,16 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", 
               "host", "content-length"}
 
 
+class Forwarded(Exception):  # a path of the request, not an error
+    """The request was forwarded; ``response`` is the answer already streamed back.
+    Raised past the handler so handlers see only journals served here (the
+    errors middleware returns it), as aiohttp raises its HTTP responses."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        super().__init__(response.status)
+        self.response = response
+
+
 def is_proxied(request: web.Request) -> bool:
     return PROXIED_HEADER in request.headers
 

@@ -21,6 +21,7 @@ from herald.broker import control, gateway, openapi, replication
 from herald.broker.authz import auth_middleware
 from herald.broker.endpoints import Endpoint, add_endpoints
 from herald.broker.limits import body_deadline_middleware
+from herald.broker.proxy import Forwarded
 from herald.broker.service import Broker
 from herald.broker.settings import BrokerSettings
 from herald.protocol.errors import HTTP_CODES, HeraldError, Status
@@ -47,6 +48,8 @@ def error_response(err: HeraldError) -> web.Response:
 async def errors_middleware(request: web.Request, handler):
     try:
         return await handler(request)
+    except Forwarded as forwarded:  # served by another broker: its answer, already streamed
+        return forwarded.response
     except HeraldError as err:
         return error_response(err)
     except web.HTTPException as exc:
