@@ -39,17 +39,14 @@ from pathlib import Path
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from herald.client import BrokerClient
+from herald.client import AppendService, BrokerClient, Publisher
 from herald.message import (
     ACK_TXN,
     AckIntent,
     Clock,
-    Framing,
     ProducerID,
-    PublisherCore,
     build_uuid,
     framing_for_labels,
-    mapping_by_name,
 )
 from herald.protocol.errors import HeraldError, Status, ValidationError
 from herald.protocol.labels import LabelSet
@@ -76,35 +73,16 @@ class SinkCommit(WriterCommitMessage):
 # -- tasks ---------------------------------------------------------------------------------
 
 
-def _strip_uuid(framing: Framing, body: bytes) -> bytes:
+def _strip_uuid(prefix: bytes, body: bytes) -> bytes:
     """Drop a UUID the body already carries (a journal → journal copy), so the
     new message has exactly one: the one stamped here."""
-    prefix = getattr(framing, "_prefix", None)
-    if prefix and body.startswith(prefix):
+    if body.startswith(prefix):
         rest = body[len(prefix) + 36:]
         if rest.startswith(b'",'):
             return b"{" + rest[2:]
         if rest.startswith(b'"}'):
             return b"{}"
     return body
-
-
-class _Journals:
-    """The sink's journals (by name) with their framings, and the mapping."""
-
-    def __init__(self, client: BrokerClient, opts: HeraldOptions, seed: int) -> None:
-        infos = client.list(opts.selector)
-        if not infos:
-            raise ValidationError("selector", f"{opts.selector!r} matches no journals to write to")
-        self.names = [i.name for i in infos]
-        self.framings = {i.name: framing_for_labels(i.spec.labels, opts.uuid_field) for i in infos}
-        self.rnd = random.Random(seed)
-        self._map = mapping_by_name(opts.mapping, self.rnd)
-        self._random = mapping_by_name("random", self.rnd)
-
-    def pick(self, key: bytes | None) -> str:
-        """The journal for ``key``; rows without a key go to a random journal."""
-        return (self._random if key is None else self._map)(key or b"", self.names)
 
 
 def _as_bytes(column: pa.Array | None, n: int) -> list[bytes | None]:
@@ -115,34 +93,31 @@ def _as_bytes(column: pa.Array | None, n: int) -> list[bytes | None]:
 
 
 def publish_rows(opts: HeraldOptions, batches: Iterable[pa.RecordBatch], seed: int) -> SinkCommit:
-    """Executor: publish each row's ``value`` (mapped by ``key``, if any) as a
-    CONTINUE_TXN message of a fresh producer; returns its ACK intents. Appends to
-    one journal are made in stamp order, so UUID order is write order."""
-    core = PublisherCore(ProducerID.new(os.urandom(6)), Clock.from_unix_ns(time.time_ns()))
-    pending: dict[str, list[bytes]] = defaultdict(list)
-    sizes: dict[str, int] = defaultdict(int)
-    rows = 0
-    with opts.client() as client:
-        journals = _Journals(client, opts, seed)
+    """Executor: publish each row's ``value`` (mapped by ``key``, if any; a random
+    journal without one) as a CONTINUE_TXN message of a fresh producer, through a
+    `Publisher` on an `AppendService` (appends pipelined per journal, the next batch
+    of bytes in flight while the previous one commits); returns its ACK intents.
+    Every append must have succeeded before the intents are returned."""
+    prefix = b'{"' + opts.uuid_field.encode() + b'":"'
+    rows, futures = 0, set()
+    with opts.client() as client, AppendService(client, max_batch_bytes=opts.append_bytes) as service:
+        infos = client.list(opts.selector)
+        if not infos:
+            raise ValidationError("selector", f"{opts.selector!r} matches no journals to write to")
+        publisher = Publisher(service, infos, mapping=opts.mapping, rnd=random.Random(seed),
+                              uuid_field=opts.uuid_field)
         for batch in batches:
             names = batch.schema.names
             values = _as_bytes(batch.column(names.index("value")), batch.num_rows)
             keys = _as_bytes(batch.column(names.index("key")) if "key" in names else None, batch.num_rows)
-            for value, key in zip(values, keys):
-                journal = journals.pick(key)
-                framing = journals.framings[journal]
-                data = core.stamp_uncommitted(journal, framing, _strip_uuid(framing, value or b""))
-                pending[journal].append(data)
-                sizes[journal] += len(data)
-                if sizes[journal] >= opts.append_bytes:
-                    client.append(journal, b"".join(pending.pop(journal)))
-                    sizes[journal] = 0
+            futures |= publisher.publish_uncommitted_batch(
+                (key, _strip_uuid(prefix, value or b"")) for key, value in zip(keys, values))
             rows += batch.num_rows
-        for journal, chunks in pending.items():
-            if chunks:
-                client.append(journal, b"".join(chunks))
-    intents = [(i.journal, i.data) for i in core.build_ack_intents()]
-    return SinkCommit(intents, rows, core.producer.hex())
+        publisher.flush()
+        for future in futures:
+            future.result()  # a failed append fails the task: its intents are never recorded
+        intents = [(i.journal, i.data) for i in publisher.build_ack_intents()]
+    return SinkCommit(intents, rows, publisher.producer.hex())
 
 
 def _seed() -> int:
