@@ -263,10 +263,10 @@ def recover_spools(directory: Path, journal: str,
 def _last_commit(commits_path: Path, begin: int) -> tuple[int, LabelSet, float | None]:
     end, registers, first = begin, LabelSet(), None
     try:
-        data = commits_path.read_bytes()
+        data = _written_commit_lines(commits_path)
     except FileNotFoundError:
         return end, registers, first
-    for line in data.rstrip(b"\0").split(b"\n"):
+    for line in data.split(b"\n"):
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -275,6 +275,21 @@ def _last_commit(commits_path: Path, begin: int) -> tuple[int, LabelSet, float |
         registers = LabelSet.from_list(record.get("registers", []))
         first = record.get("first_append_unix", first)
     return end, registers, first
+
+
+def _written_commit_lines(commits_path: Path, block_bytes: int = 64 << 10) -> bytes:
+    """The commits file up to its preallocated zeros (JSON lines hold no NUL): read a
+    block at a time, so a restart reads a few hundred bytes per spool, not the whole
+    1 MiB preallocation (1 GB for 1,000 journals)."""
+    blocks = []
+    with open(commits_path, "rb") as f:
+        while block := f.read(block_bytes):
+            nul = block.find(b"\0")
+            if nul >= 0:
+                blocks.append(block[:nul])
+                break
+            blocks.append(block)
+    return b"".join(blocks)
 
 
 def write_and_sync_data(spool: Spool, contents: list[bytes]) -> list[str]:
