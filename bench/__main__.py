@@ -18,7 +18,7 @@ from bench.machine import machine_info
 from bench.report import plot_report, write_summary
 from bench.runner import Config, Report
 
-BENCHMARKS = ("append", "cluster", "publish", "read", "scaling", "spark")
+BENCHMARKS = ("append", "cluster", "publish", "read", "scaling", "journals", "spark")
 
 
 def _run_one(name: str, config: Config) -> Report:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -27,6 +28,11 @@ from herald.protocol.journal import JournalSpec
 log = logging.getLogger(__name__)
 
 PERSIST_RETRY_S = (0.5, 1, 2, 5, 10, 30)
+# Uploads (compress + put + fsync, seconds each) run on their own threads: on the
+# default executor, a restart that recovers thousands of spools queued every
+# journal's open and every append behind them (issue 19 §1).
+PERSIST_THREADS = 4
+_persist_executor = ThreadPoolExecutor(PERSIST_THREADS, thread_name_prefix="herald-persist")
 DRAIN_TIMEOUT_S = 10  # within server.STOP_DEADLINE_S, after the HTTP runner's 5 s
 
 
@@ -85,7 +91,7 @@ class FragmentKeeper:
             store = self.journal.stores[0]
             try:
                 fragment = await loop.run_in_executor(
-                    None, persist, store, done.fragment, done.path, done.fragment.codec)
+                    _persist_executor, persist, store, done.fragment, done.path, done.fragment.codec)
                 break
             except OSError as err:
                 delay = PERSIST_RETRY_S[min(attempt, len(PERSIST_RETRY_S) - 1)]
@@ -98,8 +104,9 @@ class FragmentKeeper:
         self.journal.index.add_remote(fragment)
         self.journal.index.drop_local(done.fragment.begin)
         self.journal.wake_readers()  # a reader waiting below a now-persisted fragment may jump
-        for path in (done.path, done.commits_path):
-            path.unlink(missing_ok=True)
+        # Off the event loop: unlinking a spool with its preallocated commits file
+        # takes milliseconds (2 s for 1,000 journals at restart, measured).
+        await loop.run_in_executor(_persist_executor, _remove_local_files, done)
         METRICS.persisted_fragments.labels(self.journal.spec.name).inc()
         log.info("journal=%s persisted %s to %s", self.journal.spec.name, fragment.content_name, fragment.store)
 
@@ -155,3 +162,9 @@ class FragmentKeeper:
             self.journal.roll_if_first = True
             self.journal.poke()
         return doomed
+
+
+def _remove_local_files(done: Completed) -> None:
+    """Delete a persisted spool's two files (blocking)."""
+    for path in (done.path, done.commits_path):
+        path.unlink(missing_ok=True)

@@ -29,6 +29,7 @@ from herald.broker.metrics import METRICS
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
 from herald.broker.tasks import TaskSet
+from herald.fragment.fdpool import DescriptorsExhaustedError, is_out_of_descriptors, retry_out_of_descriptors
 from herald.fragment.health import health_of
 from herald.fragment.index import Index, Located
 from herald.fragment.spool import Spool, recover_spools, write_and_sync, write_and_sync_data
@@ -115,8 +116,8 @@ class Journal(ReplicaSide):
         loop = asyncio.get_running_loop()
         self.directory.mkdir(parents=True, exist_ok=True)
         codec = self.spec.fragment.compression_codec
-        recovered, registers = await loop.run_in_executor(
-            None, recover_spools, self.directory, self.spec.name, codec)
+        recovered, registers = await loop.run_in_executor(None, lambda: retry_out_of_descriptors(
+            "recovering spools", lambda: recover_spools(self.directory, self.spec.name, codec)))
         try:
             self.index.replace_remote(await self.fragments.list_stores())
         except OSError as err:  # a store that is down must not keep the broker from starting
@@ -134,7 +135,10 @@ class Journal(ReplicaSide):
         self._closing = True
         self._queue.put_nowait(None)
         await self._queue.join()
-        self._roll()
+        try:
+            self._roll()
+        except (OSError, HeraldError) as err:  # the spool stays on disk, recovered at the next start
+            log.warning("journal=%s could not roll its spool at close: %s", self.spec.name, err)
         await self._serving.stop()
         await self.fragments.drain()
         self._commit_event.set()
@@ -227,7 +231,11 @@ class Journal(ReplicaSide):
                 pending.future.set_exception(HeraldError(
                     Status.NOT_JOURNAL_PRIMARY_BROKER, f"this broker is no longer primary of {self.spec.name}"))
             return
-        self._maybe_roll(time.time())
+        try:
+            self._maybe_roll(time.time())
+        except (OSError, HeraldError) as err:  # no descriptors or disk for the next spool
+            _fail_group(group, _as_herald_error(err))
+            return
         if self.pipeline is not None and not self.pipeline.synced:
             pipeline, loop = self.pipeline, asyncio.get_running_loop()
             if group and (wait_s := pipeline.pacer.wait_s(loop.time())):
@@ -258,10 +266,7 @@ class Journal(ReplicaSide):
         except (OSError, HeraldError) as err:
             spool.rollback(mark)
             log.error("journal=%s append failed, group rolled back: %s", self.spec.name, err)
-            failure = err if isinstance(err, HeraldError) else HeraldError(
-                Status.INTERNAL, f"spool write failed: {err}")
-            for pending, _ in accepted:
-                pending.future.set_exception(failure)
+            _fail_group([pending for pending, _ in accepted], _as_herald_error(err))
             return
         fragment = spool.fragment()
         self.index.add_local(fragment, spool.path)
@@ -371,6 +376,22 @@ class Journal(ReplicaSide):
     async def wait_for_commit(self) -> None:
         """Return once the next group commits (or the journal closes)."""
         await self._commit_event.wait()
+
+
+def _as_herald_error(err: OSError | HeraldError) -> HeraldError:
+    """What an append that failed on local disk answers: a 503 when descriptors ran
+    out (the next request may succeed), else an internal error naming the cause."""
+    if isinstance(err, HeraldError):
+        return err
+    if is_out_of_descriptors(err):
+        return DescriptorsExhaustedError("writing a spool", err)
+    return HeraldError(Status.INTERNAL, f"spool write failed: {err}")
+
+
+def _fail_group(group: list[_Pending], err: HeraldError) -> None:
+    for pending in group:
+        if not pending.future.done():
+            pending.future.set_exception(err)
 
 
 def _check_registers(group: list[_Pending], registers: LabelSet):

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 
 from herald.broker.journal import Journal
 from herald.fragment.codecs import decompressing_reader
+from herald.fragment.fdpool import retry_out_of_descriptors
 from herald.fragment.index import Located
 from herald.fragment.stores import Store
 
@@ -86,7 +87,8 @@ async def _wait_for_commit_or_stop(journal: Journal, stopping: asyncio.Event) ->
 async def _fragment_chunks(journal: Journal, located: Located, limit: int) -> AsyncIterator[bytes]:
     if located.local_path is not None:
         try:
-            fd = os.open(located.local_path, os.O_RDONLY)
+            fd = retry_out_of_descriptors("reading a spool",
+                                          lambda: os.open(located.local_path, os.O_RDONLY))
         except FileNotFoundError:
             pass  # persisted and deleted meanwhile: read it from its store below.
         else:

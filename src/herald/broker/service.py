@@ -43,6 +43,7 @@ from herald.tls import client_context, server_context
 log = logging.getLogger(__name__)
 
 ROUTE_WAIT_S = 5.0
+OPEN_BATCH = 64  # journals opened at once by sync_journals
 
 
 class Broker:
@@ -124,10 +125,13 @@ class Broker:
         """Serve exactly the journals assigned here, each in its current role."""
         async with self._sync_lock:
             entries = self.keyspace.entries()
-            for name, entry in entries.items():
-                route = self.route(name)
-                if self.member_id in route.members:
-                    await self._serve_or_log(name, entry, route)
+            assigned = [(name, entry, route) for name, entry in entries.items()
+                        if self.member_id in (route := self.route(name)).members]
+            # Opened concurrently, a bounded batch at a time: each open waits on disk
+            # and store listings in the executor, so one at a time would make a
+            # restart with 10,000 journals take minutes (issue 19 §1).
+            for i in range(0, len(assigned), OPEN_BATCH):
+                await asyncio.gather(*(self._serve_or_log(*a) for a in assigned[i:i + OPEN_BATCH]))
             for name in [n for n in self.journals
                          if n not in entries or self.member_id not in self.route(n).members]:
                 journal = self.journals.pop(name)

@@ -35,7 +35,9 @@ class TaskSet:
             async with asyncio.TaskGroup() as group:
                 self._group = group
                 ready.set()
-                await asyncio.Event().wait()  # until stop() cancels us, and the group with us
+                # Until stop() cancels us, and the group with us. A bare future, not an
+                # Event: it is held per journal for its whole life (memory, issue 19 §1).
+                await asyncio.get_running_loop().create_future()
 
         self._runner = asyncio.create_task(hold_open(), name=f"tasks:{self.name}")
         self._runner.add_done_callback(self._report)

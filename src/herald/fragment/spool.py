@@ -9,20 +9,27 @@ exactly which bytes were acknowledged [I-APPEND-3] [I-FRAG-2]; anything past it 
 an append that never committed and is truncated away [I-APPEND-2].
 
 The spool is not thread-safe: one writer (the journal's append task) owns it. Its
-blocking methods (``sync``) are meant to run in an executor.
+blocking methods (``sync``) are meant to run in an executor. Its files are created
+at its first write (or at once when it must record registers), and its two
+descriptors are opened when used and closed when idle by the broker-wide
+`herald.fragment.fdpool` (pinned while a write, sync or commit uses them), so a
+broker serves many more journals than its descriptor limit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
 from herald.durable import fsync_directory, make_durable_dirs
+from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_descriptors
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
@@ -52,7 +59,8 @@ class Spool:
     """
 
     def __init__(self, directory: Path, journal: str, begin: int, codec: CompressionCodec,
-                 registers: LabelSet, first_append_unix: float | None = None):
+                 registers: LabelSet, first_append_unix: float | None = None,
+                 pool: DescriptorPool | None = None):
         self.directory = directory
         self.journal = journal
         self.begin = begin
@@ -62,19 +70,66 @@ class Spool:
         self.first_append_unix = first_append_unix
         self._delta = 0
         self._sha1 = hashlib.sha1()
-        make_durable_dirs(directory)
         self.path = directory / f"{begin:016x}{SPOOL_SUFFIX}"
         self.commits_path = directory / f"{begin:016x}{COMMITS_SUFFIX}"
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._commits_fd = os.open(self.commits_path, os.O_WRONLY | os.O_CREAT, 0o644)
-        # Both names must survive a power cut before any append to them is acknowledged.
-        fsync_directory(directory)
+        # Files are created at the first write, descriptors opened through the pool
+        # when used and closed when idle: an idle journal holds none (issue 19 §1).
+        self._pool = pool or default_pool()
+        self._created = False
+        self._fd = -1
+        self._commits_fd = -1
         self._commits_pos = 0
         self._commits_allocated = 0
         if len(registers):
             # Registers outlive the fragment that last changed them: record them in the
             # new spool at once, so a crash before its first append still recovers them.
             self._write_commit_record({"end": begin, "registers": registers.to_list()})
+
+    # -- descriptors (see herald.fragment.fdpool) -------------------------------------
+
+    @contextlib.contextmanager
+    def holding_descriptors(self) -> Iterator[None]:
+        """Keep both files open for the block: a write and the fdatasync that makes it
+        durable must use one descriptor, never one closed and reopened in between.
+        Creates the files on first use. Blocking; raises DescriptorsExhaustedError."""
+        if not self._created:
+            self._create_files()
+        with self._pool.pinned(self):
+            yield
+
+    def _create_files(self) -> None:
+        def create() -> None:
+            make_durable_dirs(self.directory)
+            for path in (self.path, self.commits_path):
+                os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
+            # Both names must survive a power cut before any append to them is acknowledged.
+            fsync_directory(self.directory)
+
+        retry_out_of_descriptors("creating a spool", create, self._pool)
+        self._created = True
+
+    def open_descriptors(self) -> int:
+        """Open both (existing) files; called by the pool with its lock held."""
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            commits_fd = os.open(self.commits_path, os.O_WRONLY)
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd, self._commits_fd = fd, commits_fd
+        return 2
+
+    def close_descriptors(self) -> None:
+        """Close both descriptors; idempotent. Closing a number twice could close
+        whatever file the kernel handed that number to in between, so the numbers
+        are cleared first."""
+        fds, self._fd, self._commits_fd = (self._fd, self._commits_fd), -1, -1
+        for fd in fds:
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
 
     # -- writing (owned by the journal's append task) -------------------------------
 
@@ -88,7 +143,8 @@ class Spool:
 
     def write(self, content: bytes) -> None:
         """Place ``content`` after what is already pending. Not yet visible or durable."""
-        os.pwrite(self._fd, content, self.content_length + self._delta)
+        with self.holding_descriptors():
+            os.pwrite(self._fd, content, self.content_length + self._delta)
         self._sha1.update(content)
         self._delta += len(content)
 
@@ -103,7 +159,8 @@ class Spool:
 
     def sync_data(self) -> None:
         """fdatasync the pending bytes without committing them (blocking)."""
-        os.fdatasync(self._fd)
+        with self.holding_descriptors():
+            os.fdatasync(self._fd)
 
     def commit(self, registers: LabelSet, now_unix: float) -> None:
         """Commit pending bytes already made durable by ``sync_data`` (blocking)."""
@@ -125,13 +182,14 @@ class Spool:
         measured here, that halves the cost of the second sync of each group commit.
         """
         line = orjson.dumps(record) + b"\n"
-        if self._commits_pos + len(line) > self._commits_allocated:
-            grow = max(COMMITS_PREALLOC_BYTES, len(line))
-            os.posix_fallocate(self._commits_fd, self._commits_allocated, grow)
-            self._commits_allocated += grow
-            os.fsync(self._commits_fd)
-        os.pwrite(self._commits_fd, line, self._commits_pos)
-        os.fdatasync(self._commits_fd)
+        with self.holding_descriptors():
+            if self._commits_pos + len(line) > self._commits_allocated:
+                grow = max(COMMITS_PREALLOC_BYTES, len(line))
+                os.posix_fallocate(self._commits_fd, self._commits_allocated, grow)
+                self._commits_allocated += grow
+                os.fsync(self._commits_fd)
+            os.pwrite(self._commits_fd, line, self._commits_pos)
+            os.fdatasync(self._commits_fd)
         self._commits_pos += len(line)
 
     # -- views ----------------------------------------------------------------------
@@ -152,15 +210,10 @@ class Spool:
         return self._sha1.hexdigest()
 
     def close(self) -> None:
-        """Close both descriptors; idempotent. Closing a number twice could close
-        whatever file the kernel handed that number to in between."""
-        fds, self._fd, self._commits_fd = (self._fd, self._commits_fd), -1, -1
-        for fd in fds:
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        """Release the spool's descriptors for good (it is rolled or its journal
+        closed); idempotent."""
+        self._pool.forget(self)
+        self.close_descriptors()
 
     def remove_files(self) -> None:
         """Delete both files once the fragment is safely in a store."""
@@ -210,10 +263,10 @@ def recover_spools(directory: Path, journal: str,
 def _last_commit(commits_path: Path, begin: int) -> tuple[int, LabelSet, float | None]:
     end, registers, first = begin, LabelSet(), None
     try:
-        data = commits_path.read_bytes()
+        data = _written_commit_lines(commits_path)
     except FileNotFoundError:
         return end, registers, first
-    for line in data.rstrip(b"\0").split(b"\n"):
+    for line in data.split(b"\n"):
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -224,19 +277,36 @@ def _last_commit(commits_path: Path, begin: int) -> tuple[int, LabelSet, float |
     return end, registers, first
 
 
+def _written_commit_lines(commits_path: Path, block_bytes: int = 64 << 10) -> bytes:
+    """The commits file up to its preallocated zeros (JSON lines hold no NUL): read a
+    block at a time, so a restart reads a few hundred bytes per spool, not the whole
+    1 MiB preallocation (1 GB for 1,000 journals)."""
+    blocks = []
+    with open(commits_path, "rb") as f:
+        while block := f.read(block_bytes):
+            nul = block.find(b"\0")
+            if nul >= 0:
+                blocks.append(block[:nul])
+                break
+            blocks.append(block)
+    return b"".join(blocks)
+
+
 def write_and_sync_data(spool: Spool, contents: list[bytes]) -> list[str]:
     """Write a group's bodies and fdatasync them, uncommitted (blocking: run it in an executor)."""
     sums = []
-    for content in contents:
-        spool.write(content)
-        sums.append(hashlib.sha1(content).hexdigest())
-    spool.sync_data()
+    with spool.holding_descriptors():
+        for content in contents:
+            spool.write(content)
+            sums.append(hashlib.sha1(content).hexdigest())
+        spool.sync_data()
     return sums
 
 
 def write_and_sync(spool: Spool, contents: list[bytes], registers: LabelSet,
                     now_unix: float) -> list[str]:
     """Write a group's bodies, fdatasync once, commit; per-body SHA1s (blocking: run it in an executor)."""
-    sums = write_and_sync_data(spool, contents)
-    spool.commit(registers, now_unix)
+    with spool.holding_descriptors():
+        sums = write_and_sync_data(spool, contents)
+        spool.commit(registers, now_unix)
     return sums

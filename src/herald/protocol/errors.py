@@ -47,6 +47,7 @@ class Status(enum.Enum):
     PERMISSION_DENIED = 108
     MESSAGE_DECODE_ERROR = 109
     REQUEST_TIMEOUT = 110
+    RESOURCE_EXHAUSTED = 111  # out of file descriptors: this request fails, retry later
 
 
 HTTP_CODES: Mapping[Status, int] = MappingProxyType(
@@ -78,6 +79,7 @@ HTTP_CODES: Mapping[Status, int] = MappingProxyType(
         Status.PERMISSION_DENIED: 403,
         Status.MESSAGE_DECODE_ERROR: 422,
         Status.REQUEST_TIMEOUT: 408,
+        Status.RESOURCE_EXHAUSTED: 503,
     }
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -19,11 +20,14 @@ class BrokerProcess:
     """``herald serve`` in a child process. ``start`` blocks until it prints its address."""
 
     def __init__(self, data_dir: Path, file_root: Path | None = None, *extra_args: str,
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, open_files_limit: int | None = None):
         self.data_dir = Path(data_dir)
         self.file_root = Path(file_root) if file_root else self.data_dir / "fragments"
         self.extra_args = list(extra_args)
         self.env = env
+        # Soft and hard RLIMIT_NOFILE for the child (None: inherit): with both equal,
+        # the broker's raise to the hard limit changes nothing, as under `ulimit -n`.
+        self.open_files_limit = open_files_limit
         self.proc: subprocess.Popen | None = None
         self.url = ""
         self.stderr_lines: list[str] = []
@@ -35,11 +39,17 @@ class BrokerProcess:
         self.file_root.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **(self.env or {})}
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=env, start_new_session=True)
+                                     text=True, env=env, start_new_session=True,
+                                     preexec_fn=self._limit_open_files if self.open_files_limit else None)
         self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
         self._stderr_thread.start()
         self.url = self._await_ready_line()
         return self
+
+    def _limit_open_files(self) -> None:
+        """Runs in the child between fork and exec."""
+        limit = self.open_files_limit
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
     def _drain_stderr(self) -> None:
         assert self.proc and self.proc.stderr

@@ -1,0 +1,65 @@
+"""Thousands of journals on one broker under the common ``ulimit -n 1024`` (issue 19 §1).
+
+The broker opens a spool's descriptors when the journal is written and closes the
+least recently used idle ones when over its budget (`herald.fragment.fdpool`), so
+the number of journals it serves is not bounded by its descriptor limit, and a
+restart over all of them works.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from herald.testing import BrokerProcess, journal_spec
+
+OPEN_FILES_LIMIT = 1024
+JOURNALS = 2000
+WORKERS = 8
+
+pytestmark = pytest.mark.slow
+
+
+def _names(count: int) -> list[str]:
+    return [f"many/j{i:05d}" for i in range(count)]
+
+
+def _each(url: str, names: list[str], request) -> list[httpx.Response]:
+    """``request(client, name)`` for every name, on a few threads; responses in order."""
+    with httpx.Client(base_url=url, timeout=60) as http, ThreadPoolExecutor(WORKERS) as pool:
+        return list(pool.map(lambda name: request(http, name), names))
+
+
+def _open_descriptors(proc: BrokerProcess) -> int:
+    return len(os.listdir(f"/proc/{proc.proc.pid}/fd"))
+
+
+@pytest.fixture
+def limited_broker(tmp_path):
+    proc = BrokerProcess(tmp_path / "data", tmp_path / "fragments",
+                         open_files_limit=OPEN_FILES_LIMIT).start()
+    yield proc
+    proc.kill()
+
+
+def test_2000_journals_under_ulimit_1024_append_restart_and_read(limited_broker):
+    names = _names(JOURNALS)
+    specs = [journal_spec(name) for name in names]
+    applied = httpx.post(f"{limited_broker.url}/v1/journals/apply", timeout=120,
+                         json={"changes": [{"upsert": s} for s in specs]})
+    assert applied.status_code == 200, applied.text
+
+    appended = _each(limited_broker.url, names, lambda http, n: http.put(f"/{n}", content=f"{n}\n".encode()))
+    assert [r.status_code for r in appended] == [204] * JOURNALS
+    assert _open_descriptors(limited_broker) < OPEN_FILES_LIMIT // 2  # the pool's budget held
+
+    limited_broker.kill()
+    limited_broker.start()  # raises if the broker cannot start again
+    read = _each(limited_broker.url, names, lambda http, n: http.get(f"/{n}"))
+    assert [(r.status_code, r.content) for r in read] == [(206, f"{n}\n".encode()) for n in names]
+
+    again = _each(limited_broker.url, names[:100], lambda http, n: http.put(f"/{n}", content=b"again\n"))
+    assert [r.headers.get("X-Commit-Begin") for r in again] == [str(len(n) + 1) for n in names[:100]]
