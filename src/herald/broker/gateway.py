@@ -21,7 +21,7 @@ from herald.broker.authz import authorize_journal
 from herald.broker.endpoints import Endpoint, Param, add_endpoints
 from herald.broker.journal import AppendCommit, Journal
 from herald.broker.metrics import METRICS
-from herald.broker.proxy import Forwarded, forward, is_proxied
+from herald.broker.proxy import Forwarded, forward, is_proxied, route_revision
 from herald.broker.read import StoreTroubleLog, stream
 from herald.broker.service import Broker
 from herald.protocol.errors import (
@@ -62,6 +62,9 @@ async def serving_journal(request: web.Request, name: str, need_primary: bool,
     if journal is not None:
         return journal
     if is_proxied(request):
+        journal = await broker.catch_up_to_route(name, need_primary, route_revision(request))
+        if journal is not None:
+            return journal
         status = Status.NOT_JOURNAL_PRIMARY_BROKER if need_primary else Status.NOT_JOURNAL_BROKER
         if broker.keyspace.get(name) is None:
             raise JournalNotFoundError(name)
@@ -69,7 +72,8 @@ async def serving_journal(request: web.Request, name: str, need_primary: bool,
     target = await broker.route_target(name, need_primary)
     if target:
         credentials = broker.peer_headers(request.get("capability", Capability.READ), name)
-        raise Forwarded(await forward(request, target, broker.session, body, credentials))
+        raise Forwarded(await forward(request, target, broker.session, body, credentials,
+                                      broker.keyspace.revision))
     journal = broker.local_journal(name, need_primary)
     if journal is None:
         raise HeraldError(Status.NOT_JOURNAL_BROKER, f"no broker serves {name} yet; retry")

@@ -3,8 +3,11 @@
 Any broker accepts any request: a journal it does not serve (or an append when
 it is not the primary) is streamed to the right broker and the answer streamed
 back. A proxied request carries ``X-Herald-Proxied`` so it is never proxied twice:
-a broker that cannot serve a proxied request answers NOT_JOURNAL_(PRIMARY_)BROKER
-and the client retries after re-resolving.
+It also carries ``X-Herald-Route-Revision``, the keyspace revision whose route chose
+the target: as Gazette's resolver does, the target first catches up with that
+revision (its own watch may lag the proxier's by a few milliseconds) and only then,
+if it still cannot serve, answers NOT_JOURNAL_(PRIMARY_)BROKER for the client to
+retry after re-resolving.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from aiohttp import web
 from herald.protocol.errors import HeraldError, Status
 
 PROXIED_HEADER = "X-Herald-Proxied"
+ROUTE_REVISION_HEADER = "X-Herald-Route-Revision"
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
               "host", "content-length"}
 
@@ -33,8 +37,16 @@ def is_proxied(request: web.Request) -> bool:
     return PROXIED_HEADER in request.headers
 
 
+def route_revision(request: web.Request) -> int:
+    """The keyspace revision the proxier routed by (0 when absent or malformed:
+    a peer's header is never trusted to hold the request for long)."""
+    raw = request.headers.get(ROUTE_REVISION_HEADER, "0")
+    return int(raw) if raw.isdigit() and len(raw) < 20 else 0
+
+
 async def forward(request: web.Request, endpoint: str, session: aiohttp.ClientSession,
-                  body: bytes | None = None, credentials: dict[str, str] | None = None) -> web.StreamResponse:
+                  body: bytes | None = None, credentials: dict[str, str] | None = None,
+                  revision: int = 0) -> web.StreamResponse:
     """Stream ``request`` to ``endpoint`` and its response back, chunk by chunk.
 
     ``body`` is given when the handler already read the request body (JSON APIs).
@@ -45,6 +57,7 @@ async def forward(request: web.Request, endpoint: str, session: aiohttp.ClientSe
                if k.lower() not in HOP_BY_HOP and k.lower() != "authorization"}
     headers.update(credentials or {})
     headers[PROXIED_HEADER] = "1"
+    headers[ROUTE_REVISION_HEADER] = str(revision)
     if body is None and request.can_read_body:
         body = request.content.iter_any()
     try:

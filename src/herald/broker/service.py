@@ -213,6 +213,17 @@ class Broker:
             if self.local_journal(name, need_primary) is not None:
                 return ""
 
+    async def catch_up_to_route(self, name: str, need_primary: bool, revision: int) -> Journal | None:
+        """The local journal for a proxied request, once this broker has applied the
+        keyspace ``revision`` the proxier routed by and served its assignments; None
+        if it still cannot serve (the route moved on: the client re-resolves)."""
+        try:
+            await self.keyspace.wait_for_revision(revision, ROUTE_WAIT_S)
+        except TimeoutError:
+            return None
+        await self.sync_journals()
+        return self.local_journal(name, need_primary)
+
     def resolve(self, name: str) -> Journal:
         """The local journal (embedded mode, and control APIs that need local state)."""
         journal = self.journals.get(name)

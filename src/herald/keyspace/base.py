@@ -100,3 +100,6 @@ class KeySpace(Protocol):
     def get(self, name: str) -> Entry | None: ...
 
     async def apply(self, changes: list[Change]) -> int: ...
+
+    async def wait_for_revision(self, revision: int, timeout_s: float = 10.0) -> None:
+        """Return once this view has applied ``revision``; TimeoutError past ``timeout_s``."""

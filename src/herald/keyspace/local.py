@@ -53,6 +53,9 @@ class LocalKeySpace:
     def on_change(self, observer: Callable[[int], None]) -> None:
         self._observers.append(observer)
 
+    async def wait_for_revision(self, revision: int, timeout_s: float = 10.0) -> None:
+        """A local keyspace is its own only writer: every revision it knows is applied."""
+
     async def apply(self, changes: list[Change]) -> int:
         """Apply all changes or none (stale revisions raise, nothing changes)."""
         check_expectations(self._entries, changes)
