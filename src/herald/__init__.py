@@ -1,7 +1,7 @@
 """Herald: Gazette's journals, fragments and exactly-once messages in Python, with
 pipelines on Apache Spark.
 
-Packages (see DESIGN.md §1): ``protocol`` and ``message`` are pure vocabulary;
+Packages (docs/modules.md maps every module): ``protocol`` and ``message`` are pure vocabulary;
 ``fragment`` holds spools, the cover set and stores; ``keyspace`` holds specs;
 ``broker`` is the asyncio server; ``client`` talks to it; ``spark`` is the PySpark
 data source; ``pipelines`` are jobs built on it; ``cli`` is the ``herald`` command.

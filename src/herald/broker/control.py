@@ -29,15 +29,7 @@ async def json_body(request: web.Request, model: type) -> dict:
     """The request's JSON object, holding only ``model``'s fields with their JSON
     types (400 naming ``body`` or the field otherwise)."""
     raw = await request.read()
-    if not raw:
-        return {}
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as err:
-        raise ValidationError("body", f"invalid JSON: {err}") from None
-    if not isinstance(body, dict):
-        raise ValidationError("body", "must be a JSON object")
-    return wire.check_body(model, body)
+    return wire.check_body(model, wire.json_object(raw)) if raw else {}
 
 
 def json_response(doc: dict, status: int = 200) -> web.Response:

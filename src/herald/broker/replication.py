@@ -163,12 +163,7 @@ def _offset(raw: object, key: str) -> int:
 
 def _sync_request(raw: bytes) -> tuple[int, LabelSet, int]:
     """The ``(end, registers, fragment_begin)`` of a sync body, each field checked."""
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as err:
-        raise ValidationError("body", f"invalid JSON: {err}") from None
-    if not isinstance(body, dict):
-        raise ValidationError("body", "must be a JSON object")
+    body = wire.json_object(raw)
     end, begin = _offset(body.get("end"), "end"), _offset(body.get("fragment_begin"), "fragment_begin")
     if begin > end:
         raise ValidationError("fragment_begin", f"must be ≤ end ({begin} > {end})")

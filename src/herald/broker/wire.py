@@ -16,6 +16,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from herald.keyspace.base import Change
 from herald.keyspace.routes import Route
 from herald.protocol.errors import Status, ValidationError
@@ -29,6 +31,17 @@ DEFAULT_PAGE = 1_000
 
 def _doc(text: str, **schema: Any) -> dict:
     return {"schema": {"description": text, **schema}}
+
+
+def json_object(raw: bytes) -> dict:
+    """A request body that must be one JSON object (400 naming ``body`` otherwise)."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        raise ValidationError("body", f"invalid JSON: {err}") from None
+    if not isinstance(body, dict):
+        raise ValidationError("body", "must be a JSON object")
+    return body
 
 
 def check_body(model: type, body: dict) -> dict:

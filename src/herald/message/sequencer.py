@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 from herald.message.checkpoint import Checkpoint, ProducerState
 from herald.message.uuid import ACK_TXN, CONTINUE_TXN, OUTSIDE_TXN, flags_str, parse_uuid
-from herald.protocol.errors import ValidationError
+from herald.protocol.errors import HeraldError, Status, ValidationError
 
 __all__ = ["Checkpoint", "Envelope", "ProducerState", "QueueOutcome", "ReplayError", "Sequencer"]
 
@@ -110,8 +110,12 @@ _SPANS = frozenset({QueueOutcome.CONTINUE_BEGIN_SPAN, QueueOutcome.CONTINUE_EXTE
  _ACK_ROLLBACK, _ACK_EMPTY, _ACK_RING, _ACK_REPLAY) = tuple(QueueOutcome)
 
 
-class ReplayError(ValueError):
-    """A replay iterator yielded an envelope outside ``replay_range()``."""
+class ReplayError(HeraldError, ValueError):
+    """A replay iterator yielded an envelope outside ``replay_range()``: the
+    journal's content does not match what the sequencer saw (MESSAGE_DECODE_ERROR)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Status.MESSAGE_DECODE_ERROR, message)
 
 
 class _Partial:

@@ -25,8 +25,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from herald.client import BrokerClient
 from herald.message import Checkpoint, Envelope, Sequencer, duration_to_clock, framing_for, sequence
 from herald.message.decode_errors import DecodeErrors
-from herald.message.framing import NDJSONFraming
-from herald.protocol.labels import CONTENT_TYPE
+from herald.message.framing import NDJSONFraming, content_type_of
 from herald.spark.options import HeraldOptions
 from herald.spark.reading import Piece, decode_fragment, decode_range, piece_chunks, plan_pieces, replayer, scan_batches
 from herald.spark.rows import SPARK_SCHEMA, RowBuffer
@@ -36,13 +35,12 @@ __all__ = ["HeraldDataSource"]
 
 log = logging.getLogger(__name__)
 PRUNE_HORIZON_CLOCK = duration_to_clock(24 * 3600 * 10**9)  # Gazette consumers' 24 h.
-DEFAULT_CONTENT_TYPE = "application/x-ndjson"
+DEFAULT_CONTENT_TYPE = NDJSONFraming.content_type
 
 
 def _content_types(client: BrokerClient, selector: str) -> dict[str, str]:
     """Journal name → content type, for the journals ``selector`` picks."""
-    return {info.name: info.spec.labels.value_of(CONTENT_TYPE) or DEFAULT_CONTENT_TYPE
-            for info in client.list(selector)}
+    return {info.name: content_type_of(info.spec.labels) for info in client.list(selector)}
 
 
 class HeraldDataSource(DataSource):

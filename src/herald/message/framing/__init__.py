@@ -36,6 +36,7 @@ __all__ = [
     "Framing",
     "FramingError",
     "NDJSONFraming",
+    "content_type_of",
     "framing_for",
     "framing_for_labels",
 ]
@@ -54,6 +55,11 @@ def framing_for(content_type: str, uuid_field: str = "UUID", uuid_column: int = 
     raise ValidationError("content-type", f"no framing for {content_type!r}")
 
 
+def content_type_of(labels: LabelSet) -> str:
+    """A journal's message content type: its ``content-type`` label, NDJSON if none."""
+    return labels.value_of(CONTENT_TYPE) or NDJSONFraming.content_type
+
+
 def framing_for_labels(labels: LabelSet, uuid_field: str = "UUID") -> Framing:
-    """The framing a journal's labels ask for: its ``content-type``, NDJSON if none."""
-    return framing_for(labels.value_of(CONTENT_TYPE) or NDJSONFraming.content_type, uuid_field)
+    """The framing a journal's labels ask for (`content_type_of`)."""
+    return framing_for(content_type_of(labels), uuid_field)

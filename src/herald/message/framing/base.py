@@ -6,6 +6,8 @@ from __future__ import annotations
 import binascii
 from typing import Any, NamedTuple, Protocol
 
+from herald.protocol.errors import HeraldError, Status
+
 __all__ = ["Decoder", "Frame", "Framing", "FramingError"]
 
 
@@ -21,19 +23,25 @@ class Frame(NamedTuple):
     value: bytes
 
 
-class FramingError(ValueError):
+class FramingError(HeraldError, ValueError):
     """Bytes ``[offset, offset + skipped)`` could not be decoded as a message.
 
     Decoders return these as events (and carry on after them) rather than raise,
     so one bad message does not lose the rest of a chunk; the caller decides
     whether to stop. ``Decoder.end()`` and offset mismatches raise them.
+    A HeraldError (MESSAGE_DECODE_ERROR) so the CLI and Spark render it like any
+    other; still a ValueError for callers of the pure layer.
     """
 
     def __init__(self, offset: int, message: str, skipped: int = 0) -> None:
-        super().__init__(f"offset {offset}: {message}")
+        super().__init__(Status.MESSAGE_DECODE_ERROR, f"offset {offset}: {message}")
         self.offset = self.begin = offset
         self.skipped = skipped
         self.end = offset + skipped
+        self._reason = message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.offset, self._reason, self.skipped))
 
 
 class Decoder(Protocol):
