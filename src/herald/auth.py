@@ -154,6 +154,12 @@ class AuthKeys:
         """How many keys (``AA==`` aside) are shorter than RFC 7518 recommends."""
         return sum(1 for k in self._keys if k != b"\0" and len(k) < MIN_KEY_BYTES)
 
+    def without_anonymous(self) -> AuthKeys | None:
+        """These keys less ``AA==`` (None if nothing else is left): what verifies
+        broker-to-broker tokens, which anyone could sign with a published key."""
+        keys = [k for k in self._keys if k != b"\0"]
+        return AuthKeys(keys, allows_anonymous=False) if keys else None
+
     @classmethod
     def parse(cls, text: str, field_name: str = "auth-keys") -> AuthKeys:
         """Comma/space separated base64 keys; ``AA==`` admits token-less requests."""

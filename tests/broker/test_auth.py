@@ -1,15 +1,19 @@
 """JWT authorization (Gazette's model) against a real broker run with ``--auth-keys``.
 
-The matrix: every capability × three selectors × every endpoint. A missing
-capability is 403; a journal outside the token's selector answers exactly as a
-journal that does not exist; list shows only what the selector sees; an apply is
-checked against the labels it writes, a delete against the name. Nothing a refused
-request carries changes a journal.
+The matrix: five capabilities × three selectors × ten endpoints × three journals
+(450 requests). A missing capability is 403; a journal outside the token's selector
+answers exactly as a journal that does not exist; list shows only what the selector
+sees; an apply is checked against the labels it writes, a delete against the name;
+the peer endpoints refuse everyone on an embedded broker. Nothing a refused request
+carries changes a journal. ``/v1/openapi.json`` and ``/debug/metrics`` stay open.
 """
 
 from __future__ import annotations
 
 import base64
+import os
+import subprocess
+import sys
 import time
 
 import httpx
@@ -26,7 +30,8 @@ OLD_KEY = base64.b64encode(b"o" * 32).decode()
 OTHER_KEY = base64.b64encode(b"x" * 32).decode()
 JOURNALS = {"events/a": "a", "events/b": "b", "other/c": "c"}  # name → team label
 SELECTORS = {"all": "", "prefix": "prefix=events/", "team-a": "team=a"}
-CAPS = [Capability.LIST, Capability.APPLY, Capability.READ, Capability.APPEND]
+CAPS = [Capability.LIST, Capability.APPLY, Capability.READ, Capability.APPEND, Capability.REPLICATE]
+STALE_REVISION = 999_999  # an apply that passes authorization but is refused (409), changing nothing
 
 
 def sign(caps: int, selector: str = "", ttl_s: float = 300, key: str = KEY) -> str:
@@ -76,7 +81,27 @@ def requests_for(journal: str) -> dict[str, tuple[int, str, str, dict]]:
                    {"params": {"journal": journal}, "content": b'{"x": 2}\n'}),
         "fragments": (Capability.READ, "POST", "/v1/journals/fragments", {"json": {"journal": journal}}),
         "prune": (Capability.APPLY, "POST", "/v1/journals/prune", {"json": {"journal": journal, "dry_run": True}}),
+        "list": (Capability.LIST, "POST", "/v1/journals/list", {"json": {"selector": f"name={journal}"}}),
+        "members/list": (Capability.LIST, "POST", "/v1/members/list", {"json": {}}),
+        "apply": (Capability.APPLY, "POST", "/v1/journals/apply", {"json": {"changes": [
+            {"upsert": spec(journal), "expect_mod_revision": STALE_REVISION}]}}),
+        "replicate/append": (Capability.REPLICATE, "POST", "/v1/replicate/append", {
+            "params": {"journal": journal, "begin": "0", "fragment_begin": "0"}, "content": b"evil\n",
+            "headers": {"X-Herald-Primary": "local#x"}}),
     }
+
+
+def expected_status(endpoint: str, method: str, needed: int, cap: int, sees: bool) -> int:
+    """What the matrix expects: the capability is judged first, then the selector."""
+    if needed != cap or endpoint == "replicate/append":  # an embedded broker has no peers
+        return 403
+    if endpoint == "apply":  # judged by the labels it writes, then refused as stale
+        return 409 if sees else 403
+    if endpoint in ("list", "members/list"):  # list filters; it never refuses a journal
+        return 200
+    if not sees:
+        return 404
+    return {"GET": 206, "HEAD": 200, "PUT": 204}.get(method, 200)
 
 
 @pytest.mark.parametrize("selector", SELECTORS)
@@ -90,16 +115,13 @@ def test_capability_and_selector_matrix_over_every_journal_endpoint(secured, cap
                 LabelSelector.parse(f"name={journal},team={team}").include)
             for endpoint, (needed, method, path, kw) in requests_for(journal).items():
                 resp = http.request(method, path, **kw)
-                if needed != cap:
-                    expected = 403
-                elif not sees:
-                    expected = 404
-                else:
-                    expected = {"GET": 206, "HEAD": 200, "PUT": 204}.get(method, 200)
+                expected = expected_status(endpoint, method, needed, cap, sees)
                 assert resp.status_code == expected, (endpoint, journal, resp.status_code, resp.text)
-                if expected in (403, 404) and method != "HEAD":
-                    body = resp.json()
-                    assert body["status"] == ("PERMISSION_DENIED" if expected == 403 else "JOURNAL_NOT_FOUND")
+                if expected in (403, 404, 409) and method != "HEAD":
+                    assert resp.json()["status"] == {403: "PERMISSION_DENIED", 404: "JOURNAL_NOT_FOUND",
+                                                     409: "ETCD_TRANSACTION_FAILED"}[expected]
+                if endpoint == "list" and expected == 200:
+                    assert [j["spec"]["name"] for j in resp.json()["journals"]] == ([journal] if sees else [])
     after = state(secured)
     if cap != Capability.APPEND:
         assert after == before  # nothing but an allowed append may change a journal
@@ -166,8 +188,44 @@ def test_any_key_verifies_so_keys_rotate(secured):
     assert resp.status_code == 200 and len(resp.json()["journals"]) == len(JOURNALS)
 
 
-def test_metrics_stay_open_for_scrapers(secured):
-    assert httpx.get(f"{secured.url}/debug/metrics", timeout=10).status_code == 200
+@pytest.mark.parametrize("header", [None, "Bearer not-a-jwt", "Bearer " + sign(Capability.LIST, key=OTHER_KEY)])
+def test_metrics_and_the_api_contract_stay_open_under_auth(secured, header):
+    headers = {"Authorization": header} if header else {}
+    metrics = httpx.get(f"{secured.url}/debug/metrics", headers=headers, timeout=10)
+    contract = httpx.get(f"{secured.url}/v1/openapi.json", headers=headers, timeout=10)
+    assert metrics.status_code == contract.status_code == 200
+    assert "herald_" in metrics.text and contract.json()["openapi"].startswith("3.")
+
+
+def herald_cli(*args: str, env: dict[str, str] | None = None) -> str:
+    """``herald <args>`` as a subprocess (the way an operator runs it); its stdout."""
+    done = subprocess.run([sys.executable, "-m", "herald.cli.main", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_cli_minted_token_is_allowed_for_its_caps_and_selector_only(secured):
+    token = herald_cli("auth", "token", "--auth-keys", KEY, "--cap", "READ,LIST", "-l", "prefix=events/",
+                       "--ttl", "5m")
+    with secured.client(headers=bearer(token)) as http:
+        assert http.get("/events/a", params={"block": "false"}).content.startswith(b'{"seed"')
+        assert [j["spec"]["name"] for j in http.post("/v1/journals/list", json={}).json()["journals"]] == \
+            ["events/a", "events/b"]
+        assert http.get("/other/c").status_code == 404  # outside the selector: as if missing
+        assert http.put("/events/a", content=b"x\n").status_code == 403  # APPEND not granted
+        assert http.post("/v1/journals/prune", json={"journal": "events/a", "dry_run": True}).status_code == 403
+
+
+def test_serve_reads_auth_keys_from_the_environment(broker_factory, tmp_path):
+    env = {"HERALD_AUTH_KEYS": KEY}
+    proc = broker_factory(tmp_path / "env", None, env=env)  # no --auth-keys flag
+    assert httpx.post(f"{proc.url}/v1/journals/list", json={}, timeout=10).status_code == 401
+    token = herald_cli("auth", "token", "--cap", "LIST", "--ttl", "1m", env=env)  # the CLI reads it too
+    listed = httpx.post(f"{proc.url}/v1/journals/list", json={}, headers=bearer(token), timeout=10)
+    assert listed.status_code == 200 and listed.json()["journals"] == []
+    forged = sign(Capability.LIST, key=OTHER_KEY)
+    assert httpx.post(f"{proc.url}/v1/journals/list", json={}, headers=bearer(forged), timeout=10).status_code == 401
 
 
 def test_python_client_sends_the_token_from_its_settings_or_environment(secured, monkeypatch):

@@ -8,10 +8,15 @@ crashed the decoder. [I-APPLY-1] [I-RESTART-1]
 
 from __future__ import annotations
 
+import base64
+import time
+
 import httpx
 import pytest
 
-from herald.testing import journal_spec, seed_journal
+from herald.client import BrokerClient
+from herald.protocol.labels import LabelSelector
+from herald.testing import journal_spec, seed_journal, wait_for_route
 
 NAME = "hostile/journal"
 
@@ -102,13 +107,35 @@ def test_encoded_request_bodies_are_refused_before_anything_is_written(served, e
         assert http.get(f"/{NAME}").content == b"seed\n"
 
 
-def member_header(url: str) -> dict[str, str]:
-    """The primary header a peer would send, built from what members/list hands out."""
+@pytest.fixture
+def peer_served(etcd, broker_factory, tmp_path, request):
+    """A one-broker cluster serving the seeded journal: peer endpoints exist only in
+    a cluster (an embedded broker refuses them all), and the hostile peer below holds
+    real peer credentials, so these cases reach the endpoints' own validation."""
+    prefix = f"/herald/test/hostile-{request.node.name}"
+    proc = broker_factory(tmp_path / "data", None, "--etcd", etcd.url, "--etcd.prefix", prefix,
+                          "--etcd.lease", "4s")
+    seed_journal(proc, NAME)
+    with BrokerClient(proc.url) as client:
+        wait_for_route(client, NAME, 1)
+    proc.prefix = prefix
+    return proc
+
+
+def peer_headers(proc) -> dict[str, str]:
+    """What a peer sends: the primary header (from what members/list hands out) and a
+    REPLICATE token signed with the cluster's peer secret, read from etcd as a broker does."""
+    from herald.auth import AuthKeys, Capability, Claims
     from herald.broker.replication import PRIMARY_HEADER
     from herald.keyspace.routes import MemberId
 
-    [member] = httpx.post(f"{url}/v1/members/list", json={}, timeout=30).json()["members"]
-    return {PRIMARY_HEADER: str(MemberId(member["zone"], member["suffix"]))}
+    [member] = httpx.post(f"{proc.url}/v1/members/list", json={}, timeout=30).json()["members"]
+    etcd_url = proc.extra_args[proc.extra_args.index("--etcd") + 1]
+    key = base64.b64encode(f"{proc.prefix}/peer-secret".encode()).decode()
+    [kv] = httpx.post(f"{etcd_url}/v3/kv/range", json={"key": key}, timeout=5).json()["kvs"]
+    token = AuthKeys([base64.b64decode(kv["value"])], allows_anonymous=False).sign(
+        Claims(Capability.REPLICATE, LabelSelector.parse(f"name={NAME}"), time.time() + 60))
+    return {PRIMARY_HEADER: str(MemberId(member["zone"], member["suffix"])), "Authorization": f"Bearer {token}"}
 
 
 @pytest.mark.parametrize("body, field", [
@@ -122,9 +149,11 @@ def member_header(url: str) -> dict[str, str]:
     (b'[1, 2]', "body"),
     (b'{not json', "body"),
 ])
-def test_hostile_peer_sync_is_a_400_and_leaves_the_spool_intact(served, body, field):
+@pytest.mark.slow
+def test_hostile_peer_sync_is_a_400_and_leaves_the_spool_intact(peer_served, body, field):
+    served = peer_served
     resp = httpx.post(f"{served.url}/v1/replicate/sync", params={"journal": NAME}, content=body,
-                      headers=member_header(served.url), timeout=30)
+                      headers=peer_headers(served), timeout=30)
 
     assert resp.status_code == 400, resp.text
     assert resp.json()["field"] == field
@@ -134,7 +163,9 @@ def test_hostile_peer_sync_is_a_400_and_leaves_the_spool_intact(served, body, fi
             http.put(f"/{NAME}", content=b"after %d\n" % i).raise_for_status()
         expected = b"seed\n" + b"".join(b"after %d\n" % i for i in range(20))
         assert http.get(f"/{NAME}").content == expected
-    served.restart()
+    port = served.port
+    assert served.terminate() == 0  # gracefully: the lease is revoked, so the restart need not wait
+    served.start(port)
     with served.client() as http:
         assert http.get(f"/{NAME}").content == expected
 
@@ -146,9 +177,11 @@ def test_hostile_peer_sync_is_a_400_and_leaves_the_spool_intact(served, body, fi
     ({"begin": "9223372036854775807", "fragment_begin": "0"}, {}, "begin"),
     ({"begin": "5", "fragment_begin": "0"}, {"X-Registers": "BAD NAME"}, "X-Registers"),
 ])
-def test_hostile_peer_append_is_a_400_and_writes_nothing(served, params, headers, field):
+@pytest.mark.slow
+def test_hostile_peer_append_is_a_400_and_writes_nothing(peer_served, params, headers, field):
+    served = peer_served
     resp = httpx.post(f"{served.url}/v1/replicate/append", params={"journal": NAME, **params},
-                      content=b"evil\n", headers={**member_header(served.url), **headers}, timeout=30)
+                      content=b"evil\n", headers={**peer_headers(served), **headers}, timeout=30)
 
     assert resp.status_code == 400, resp.text
     assert resp.json()["field"] == field

@@ -63,6 +63,20 @@ def test_every_route_of_the_app_is_documented_and_nothing_else(app, doc):
     assert ("PUT", "/{journal}") in documented and ("GET", "/v1/openapi.json") in documented
 
 
+def test_bearer_auth_is_declared_optional_but_required_by_peers_and_absent_on_open_paths(doc):
+    scheme = doc["components"]["securitySchemes"]["bearerAuth"]
+    assert (scheme["type"], scheme["scheme"], scheme["bearerFormat"]) == ("http", "bearer", "JWT")
+    assert doc["security"] == [{}, {"bearerAuth": []}]  # checked only with --auth-keys
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            expected = {"/v1/openapi.json": [], "/debug/metrics": [],
+                        "/v1/replicate/sync": [{"bearerAuth": []}],
+                        "/v1/replicate/append": [{"bearerAuth": []}]}.get(path)
+            assert op.get("security") == expected, (method, path)
+            if path not in ("/v1/openapi.json", "/debug/metrics"):
+                assert {"401", "403"} <= set(op["responses"]), (method, path)
+
+
 def test_every_error_status_has_its_http_code_on_every_operation(doc):
     codes = {str(code) for status, code in HTTP_CODES.items() if status is not Status.OK}
     for path, ops in doc["paths"].items():

@@ -1,11 +1,16 @@
 """TLS, mutual TLS and JWT auth together: three brokers on a real etcd, every
-listener HTTPS, every peer and client presenting a certificate from a throwaway
-CA (trustme), replication and proxying authenticated by the brokers' own tokens."""
+listener HTTPS (certificate and key in separate files: ``--tls.key-file``), every
+peer and client presenting a certificate from a throwaway CA (trustme),
+replication and proxying authenticated by the brokers' own tokens, and the CLI
+configured only by its environment (CA, client certificate, token)."""
 
 from __future__ import annotations
 
 import base64
+import os
 import ssl
+import subprocess
+import sys
 import time
 
 import httpx
@@ -24,11 +29,15 @@ JOURNAL = "tls/journal"
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
-    """A CA, one broker certificate (shared by the three brokers) and a client one."""
+    """A CA, one broker certificate (shared by the three brokers, its key in a file of
+    its own) and a client one."""
     root = tmp_path_factory.mktemp("pki")
     ca = trustme.CA()
     ca.cert_pem.write_to_path(str(root / "ca.pem"))
-    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(root / "broker.pem"))
+    broker = ca.issue_cert("127.0.0.1", "localhost")
+    for i, pem in enumerate(broker.cert_chain_pems):
+        pem.write_to_path(str(root / "broker.pem"), append=i > 0)
+    broker.private_key_pem.write_to_path(str(root / "broker-key.pem"))
     client = ca.issue_cert("herald-client@example.com")
     client.cert_chain_pems[0].write_to_path(str(root / "client.pem"))
     client.private_key_pem.write_to_path(str(root / "client-key.pem"))
@@ -45,15 +54,17 @@ def security(pki, with_cert: bool = True, with_token: bool = True) -> ClientSecu
                           key_file=str(pki / "client-key.pem") if with_cert else None)
 
 
-@pytest.fixture
-def tls_cluster(etcd, tmp_path, pki, request):
-    prefix = f"/herald/test/{request.node.name}"
+@pytest.fixture(scope="module")
+def tls_cluster(etcd, tmp_path_factory, pki):
+    """Started once for the module: three brokers cost seconds on a busy machine."""
+    root = tmp_path_factory.mktemp("tls-cluster")
     brokers = []
     for zone in "abc":
         brokers.append(BrokerProcess(
-            tmp_path / f"data-{zone}", tmp_path / "store", "--etcd", etcd.url, "--etcd.prefix", prefix,
+            root / f"data-{zone}", root / "store", "--etcd", etcd.url, "--etcd.prefix", "/herald/test/tls",
             "--zone", zone, "--id", f"b{zone}", "--etcd.lease", "4s", "--auth-keys", KEY,
-            "--tls.cert-file", str(pki / "broker.pem"), "--tls.ca-file", str(pki / "ca.pem")).start())
+            "--tls.cert-file", str(pki / "broker.pem"), "--tls.key-file", str(pki / "broker-key.pem"),
+            "--tls.ca-file", str(pki / "ca.pem")).start())
     yield brokers
     for proc in brokers:
         proc.kill()
@@ -73,6 +84,22 @@ def test_three_broker_tls_cluster_replicates_and_proxies_with_its_own_tokens(tls
     for proc in tls_cluster:  # every broker serves every replicated byte
         with BrokerClient(proc.url, security=security(pki)) as client:
             assert b"".join(c for _, c in RetryReader(client, JOURNAL, block=False)) == expected
+
+
+def test_cli_lists_journals_over_mutual_tls_with_a_token_from_its_environment(tls_cluster, pki):
+    env = {**os.environ, "BROKER_ADDRESS": tls_cluster[1].url, "BROKER_TRUSTED_CA_FILE": str(pki / "ca.pem"),
+           "BROKER_CERT_FILE": str(pki / "client.pem"), "BROKER_CERT_KEY_FILE": str(pki / "client-key.pem"),
+           "BROKER_AUTH_TOKEN": token(Capability.LIST)}
+    with BrokerClient(tls_cluster[0].url, security=security(pki)) as admin:
+        admin.apply([{"upsert": journal_spec("tls/listed"), "expect_mod_revision": -1}])
+    run = subprocess.run([sys.executable, "-m", "herald.cli.main", "journals", "list"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "tls/listed" in run.stdout
+    env.pop("BROKER_AUTH_TOKEN")
+    denied = subprocess.run([sys.executable, "-m", "herald.cli.main", "journals", "list"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert denied.returncode != 0 and "bearer token is required" in denied.stderr  # the token did the work
 
 
 def test_tls_cluster_refuses_clients_without_certificate_token_or_tls(tls_cluster, pki):

@@ -61,6 +61,7 @@ def test_read_committed_can_skip_and_count_instead(client, tainted_by):
     errors = DecodeErrors(name, OnDecodeError.SKIP)
     values = [env.value for env in read_committed(client, name, errors=errors)]
     assert values == [good.strip(), good.strip()] and errors.skipped == 1
+    assert errors.statistics().first_offset == errors.statistics().last_offset == len(good)
 
 
 def test_cli_read_committed_fails_with_one_line_or_skips_with_a_count(broker, tainted):

@@ -262,6 +262,9 @@ def test_decode_errors_fail_with_journal_and_offset_or_skip_and_count():
         DecodeErrors("a/b").handle(error)
     assert (raised.value.journal, raised.value.offset) == ("a/b", 42)
     counter = DecodeErrors("a/b", OnDecodeError.parse("SKIP"))
+    assert counter.statistics().skipped == 0 and counter.statistics().first_offset == -1
     counter.handle(error)
-    counter.handle(error)
-    assert counter.skipped == 2
+    counter.handle(FramingError(99, "not valid JSON", 3))
+    stats = counter.statistics()
+    assert counter.skipped == stats.skipped == 2
+    assert (stats.journal, stats.policy, stats.first_offset, stats.last_offset) == ("a/b", OnDecodeError.SKIP, 42, 99)

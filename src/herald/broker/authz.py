@@ -10,6 +10,11 @@ journal's name, so neither reveals what exists.
 
 Brokers sign their own short-lived tokens (`PeerTokens`) when they proxy a
 request or replicate to peers, scoped to the one journal and capability at hand.
+
+The peer endpoints (``/v1/replicate/*``) are never open, whatever the flags
+(`authenticate_peer`): they need a token with REPLICATE verified by the broker's
+*peer keys* — the ``--auth-keys`` less ``AA==``, or without them the cluster's peer
+secret from etcd — and an embedded broker, having no peers, refuses them all.
 """
 
 from __future__ import annotations
@@ -22,11 +27,13 @@ from herald.auth import ALL_CAPABILITIES, AuthKeys, Capability, Claims
 from herald.protocol.errors import HeraldError, JournalNotFoundError, Status
 from herald.protocol.labels import Label, LabelSelector, LabelSet, journal_meta_labels
 
-__all__ = ["PeerTokens", "auth_middleware", "authorize_journal", "claims_of", "required_capability",
-           "visible"]
+__all__ = ["PeerTokens", "auth_middleware", "authenticate_peer", "authorize_journal", "claims_of",
+           "required_capability", "visible"]
 
 #: Paths every caller may use: Prometheus scrapes and the API contract carry no journal data.
 OPEN_PATHS = frozenset({"/debug/metrics", "/v1/openapi.json"})
+#: Broker-to-broker paths: authenticated by the peer keys, even without ``--auth-keys``.
+PEER_PATHS = frozenset({"/v1/replicate/sync", "/v1/replicate/append"})
 CONTROL_CAPABILITIES = {
     "/v1/journals/list": Capability.LIST,
     "/v1/members/list": Capability.LIST,
@@ -74,10 +81,32 @@ def authenticate(keys: AuthKeys, request: web.Request) -> Claims:
     return keys.verify(token)
 
 
+def authenticate_peer(peer_keys: AuthKeys | None, request: web.Request) -> Claims:
+    """The claims of a broker's own REPLICATE token: never anonymous, never unchecked.
+
+    ``peer_keys`` is None on an embedded broker (it has no peers): everyone is refused.
+    """
+    if peer_keys is None:
+        raise HeraldError(Status.PERMISSION_DENIED, "peer endpoints serve the brokers of a cluster; "
+                          "this broker runs embedded (no --etcd) and has no peers", "Authorization")
+    token = _bearer(request)
+    if token is None:
+        raise HeraldError(Status.UNAUTHORIZED, "peer endpoints require a broker's own token", "Authorization")
+    claims = peer_keys.verify(token)
+    if not claims.allows(Capability.REPLICATE):
+        raise HeraldError(Status.PERMISSION_DENIED, "the token lacks the REPLICATE capability", "Authorization")
+    return claims
+
+
 @web.middleware
 async def auth_middleware(request: web.Request, handler):
     """Check the token and the endpoint's capability before the handler reads anything."""
-    keys: AuthKeys | None = request.app["broker"].auth_keys
+    broker = request.app["broker"]
+    if request.path in PEER_PATHS:
+        request["claims"] = authenticate_peer(broker.peer_keys, request)
+        request["capability"] = Capability.REPLICATE
+        return await handler(request)
+    keys: AuthKeys | None = broker.auth_keys
     capability = required_capability(request)
     if keys is None or capability is None:
         request["claims"] = UNRESTRICTED

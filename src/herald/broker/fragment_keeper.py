@@ -34,6 +34,10 @@ PERSIST_RETRY_S = (0.5, 1, 2, 5, 10, 30)
 PERSIST_THREADS = 4
 _persist_executor = ThreadPoolExecutor(PERSIST_THREADS, thread_name_prefix="herald-persist")
 DRAIN_TIMEOUT_S = 10  # within server.STOP_DEADLINE_S, after the HTTP runner's 5 s
+# How long a stop still waits once the store has failed an upload: the retry in
+# flight may land, but a failing store must not hold a stop for DRAIN_TIMEOUT_S —
+# the spools stay on local disk and are persisted after restart [I-FRAG-2].
+FAILING_STORE_GRACE_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +74,7 @@ class FragmentKeeper:
         self.journal = journal
         self.completed: asyncio.Queue[Completed] = asyncio.Queue()
         self.refresh_now = asyncio.Event()
+        self.store_failing = asyncio.Event()  # set by a failed upload, cleared by a good one
 
     def hand_over(self, completed: Completed) -> None:
         """Queue a rolled spool for persisting (non-blocking)."""
@@ -98,9 +103,11 @@ class FragmentKeeper:
                 log.warning("journal=%s persist of %s to %s failed (retry in %ss): %s",
                             self.journal.spec.name, done.fragment.content_name, store.url, delay, err)
                 attempt += 1
+                self.store_failing.set()
                 health = health_of(store)
                 health.report_failure(err)  # appends wait from now on; re-probed at once.
                 await health.wait_recovery(delay)
+        self.store_failing.clear()
         self.journal.index.add_remote(fragment)
         self.journal.index.drop_local(done.fragment.begin)
         self.journal.wake_readers()  # a reader waiting below a now-persisted fragment may jump
@@ -135,13 +142,24 @@ class FragmentKeeper:
                 self.refresh_now.set()
 
     async def drain(self) -> None:
+        """Wait for queued spools to persist (SIGTERM path): at most DRAIN_TIMEOUT_S,
+        and at most FAILING_STORE_GRACE_S more once the store fails an upload."""
         if not self.journal.stores:
             return
+        joined = asyncio.ensure_future(self.completed.join())
+        failing = asyncio.ensure_future(self.store_failing.wait())
         try:
-            await asyncio.wait_for(self.completed.join(), timeout=DRAIN_TIMEOUT_S)
-        except TimeoutError:
-            log.warning("journal=%s spools left unpersisted at shutdown; kept on local disk",
-                        self.journal.spec.name)
+            await asyncio.wait((joined, failing), timeout=DRAIN_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
+            if not joined.done() and failing.done():
+                await asyncio.wait((joined,), timeout=FAILING_STORE_GRACE_S)
+            persisted = joined.done()
+        finally:
+            joined.cancel()
+            failing.cancel()
+        if not persisted:
+            log.warning("journal=%s spools left unpersisted at shutdown (store %s); kept on local disk "
+                        "and persisted after restart", self.journal.spec.name,
+                        "failing" if failing.done() else "slow")
 
     async def prune(self, now_unix: float, dry_run: bool) -> list[Fragment]:
         """Delete persisted fragments whose age ≥ ``fragment.retention`` (≤ 0: none)."""

@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from herald.broker.authz import OPEN_PATHS, PEER_PATHS
 from herald.broker.endpoints import Endpoint, add_endpoints, registered_endpoints
 from herald.broker.wire import ErrorBody
 from herald.keyspace.base import Change
@@ -50,6 +51,15 @@ DURATION = {"anyOf": [{"type": "string", "description": "Go duration, e.g. `1m30
                       {"type": "number", "description": "seconds"}]}
 JOURNAL_NAME = {"type": "string", "minLength": MIN_JOURNAL_NAME_LEN, "maxLength": MAX_JOURNAL_NAME_LEN,
                 "description": "Letters, digits and `-_+/.=%`; a clean relative path."}
+
+#: ``Authorization: Bearer <JWT>`` (docs/security.md). Optional as a whole — a broker
+#: checks it only with ``--auth-keys`` — except on the peer endpoints, which always
+#: need a broker's own token, and the open paths, which never look at one.
+BEARER_AUTH = {"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+               "description": "A JWT with Gazette's claims (`cap`, `sel`, `exp`), HS256/HS384; "
+                              "required by brokers run with --auth-keys (401 without a valid "
+                              "token, 403 without the endpoint's capability)."}
+OPTIONAL_BEARER = [{}, {"bearerAuth": []}]
 
 #: Attribute → JSON key where the protocol's wire names differ (see each to_dict).
 WIRE_NAMES: dict[type, dict[str, str]] = {
@@ -194,6 +204,10 @@ def operation(endpoint: Endpoint, schemas: Schemas, errors: dict[str, dict]) -> 
         "summary": endpoint.summary, "tags": [endpoint.tag], "parameters": params,
         "responses": {str(endpoint.status): success, **_error_refs(errors, with_body)},
     }
+    if endpoint.path in OPEN_PATHS:
+        op["security"] = []
+    elif endpoint.path in PEER_PATHS:
+        op["security"] = [{"bearerAuth": []}]
     if endpoint.description:
         op["description"] = endpoint.description
     if endpoint.request is not None:
@@ -219,7 +233,9 @@ def document(endpoints: list[Endpoint], server_url: str = "") -> dict:
            "info": {"title": "Herald broker", "version": _version(),
                     "description": "Gazette's journal brokers over HTTP. Request bodies are taken "
                                    "raw: any Content-Encoding but identity is refused with 415."},
-           "paths": paths, "components": {"schemas": schemas.components, "responses": errors}}
+           "security": OPTIONAL_BEARER, "paths": paths,
+           "components": {"schemas": schemas.components, "responses": errors,
+                          "securitySchemes": {"bearerAuth": BEARER_AUTH}}}
     if server_url:
         doc["servers"] = [{"url": server_url}]
     return doc

@@ -67,7 +67,11 @@ class Broker:
         # False while our etcd lease may have expired: no journal may act as primary.
         self._lease_valid = True
         self.auth_keys = AuthKeys.parse(settings.auth_keys, "--auth-keys") if settings.auth_keys else None
-        self._peer_tokens = PeerTokens(self.auth_keys, str(self.member_id)) if self.auth_keys else None
+        self._proxy_tokens = PeerTokens(self.auth_keys, str(self.member_id)) if self.auth_keys else None
+        # What signs and verifies replication between peers: set on joining a cluster
+        # (_join_cluster); None while embedded, so /v1/replicate/* refuses everyone.
+        self.peer_keys: AuthKeys | None = None
+        self._replica_tokens: PeerTokens | None = None
         if self.auth_keys and self.auth_keys.short_keys:
             log.warning("%d of the --auth-keys are shorter than 32 bytes (RFC 7518 §3.2): "
                         "use e.g. `openssl rand -base64 32`", self.auth_keys.short_keys)
@@ -80,9 +84,20 @@ class Broker:
         return self._lease_valid and asyncio.get_running_loop().time() < self.keyspace.lease_valid_until
 
     def peer_headers(self, capability: int, journal: str) -> dict[str, str]:
-        """This broker's own credentials for a peer request about ``journal``
-        (none when auth is off)."""
-        return self._peer_tokens.headers(capability, journal) if self._peer_tokens else {}
+        """This broker's own credentials for a peer request about ``journal``: a
+        REPLICATE token signed by the peer keys, or for a proxied request a token from
+        ``--auth-keys`` (none without them: the client endpoints are open)."""
+        tokens = self._replica_tokens if capability & Capability.REPLICATE else self._proxy_tokens
+        return tokens.headers(capability, journal) if tokens else {}
+
+    async def _load_peer_keys(self) -> None:
+        """The peer keys: ``--auth-keys`` (less ``AA==``, which anyone can sign with),
+        else the cluster's peer secret kept in etcd (created by the first broker)."""
+        keys = self.auth_keys.without_anonymous() if self.auth_keys else None
+        if keys is None:
+            keys = AuthKeys([await self.keyspace.peer_secret()], allows_anonymous=False)
+        self.peer_keys = keys
+        self._replica_tokens = PeerTokens(keys, str(self.member_id))
 
     @property
     def is_cluster(self) -> bool:
@@ -274,6 +289,7 @@ class Broker:
 
         self.keyspace = EtcdKeySpace(self.settings.etcd, self.settings.etcd_prefix)
         await self.keyspace.start()
+        await self._load_peer_keys()
         ttl = self.settings.etcd_lease_s
         await self.keyspace.announce(Member(self.member_id, self.endpoint), ttl)
         self.keyspace.on_change(lambda _rev: self._signal_keyspace_change())

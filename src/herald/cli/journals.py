@@ -192,8 +192,9 @@ def _read_committed(client: BrokerClient, journal: str, block: bool, on_decode_e
         if not is_ack(env):
             out.write(env.value + b"\n")
             out.flush()
-    if errors.skipped:
-        print(f"{journal}: skipped {errors.skipped} undecodable messages", file=sys.stderr)
+    if (stats := errors.statistics()).skipped:
+        print(f"{journal}: skipped {stats.skipped} undecodable messages (offsets {stats.first_offset}"
+              f"..{stats.last_offset})", file=sys.stderr)
 
 
 def _read_concurrently(client: BrokerClient, journals: list[str], offset: int, offload: bool) -> None:

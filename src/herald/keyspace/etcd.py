@@ -6,12 +6,19 @@ with one range read, then kept current by a watch from the next revision. Views
 etcd transactions guarded by mod revisions, so two writers never both win.
 Members announce under a lease; assignment keys live under their member's lease,
 so a crashed broker's assignments vanish with it.
+
+``<prefix>/peer-secret`` holds the cluster's peer secret: 32 random bytes created
+once by the first broker to start (a create-if-absent transaction). Brokers run
+without ``--auth-keys`` sign their replication tokens with it, so peer endpoints
+are never open to whoever can reach a broker. etcd is trusted infrastructure, as
+in Gazette: whoever can read the prefix can already rewrite every route.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +35,8 @@ log = logging.getLogger(__name__)
 MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
 REVOKE_TIMEOUT_S = 2.0
 ANNOUNCE_RETRY_S = 0.5
+PEER_SECRET_KEY = "peer-secret"
+PEER_SECRET_BYTES = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +211,23 @@ class EtcdKeySpace:
             await self.txn(compares, ops, f"assignments of {journal} changed while advertising")
         except HeraldError as err:
             log.info("%s", err.message)
+
+    async def peer_secret(self) -> bytes:
+        """The cluster's peer secret, created here if no broker created it before.
+
+        Idempotent: the put is guarded by ``version == 0``, so concurrent first starts
+        agree on one secret (the loser reads the winner's). Blocks on two etcd calls.
+        """
+        key = self._key(PEER_SECRET_KEY).encode()
+        tx = self.client.transactions
+        await self.client.transaction(compare=[tx.version(key) == 0],
+                                      success=[tx.put(key, secrets.token_bytes(PEER_SECRET_BYTES))],
+                                      failure=[])
+        stored = await self.client.get(key)
+        if stored is None or len(stored.value) < PEER_SECRET_BYTES:
+            raise HeraldError(Status.INTERNAL, f"etcd key {key.decode()} does not hold a peer secret "
+                              f"of {PEER_SECRET_BYTES} bytes; delete it and restart the brokers")
+        return bytes(stored.value)
 
     async def announce(self, member: Member, ttl_s: int) -> Member:
         """Create our member key under a new lease (waits while an old key of ours lingers).

@@ -6,6 +6,7 @@ Key layout in etcd (Gazette's, with ``#`` as separator so key order is entity or
     <root>/members/<zone>#<suffix>              -> MemberSpec (JSON), under the member's lease
     <root>/assign/<journal>#<zone>#<suffix>#<slot> -> advertised Route (JSON) or "",
                                                    under the assigned member's lease
+    <root>/peer-secret                          -> 32 random bytes (keyspace/etcd.py)
 
 Slot 0 is the primary. A journal's route is its assignments in slot order.
 """

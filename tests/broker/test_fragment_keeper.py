@@ -1,0 +1,55 @@
+"""`FragmentKeeper.drain` (the SIGTERM path) against a real file store that fails."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass, field
+
+from herald.broker import fragment_keeper
+from herald.broker.fragment_keeper import Completed, FragmentKeeper
+from herald.fragment.index import Index
+from herald.fragment.stores import Store, open_store
+from herald.protocol.fragment import CompressionCodec, Fragment
+from herald.protocol.journal import JournalSpec
+from herald.testing import journal_spec
+
+NAME = "keeper/journal"
+DEADLINE_S = 30.0  # fails loudly; the drain under test would otherwise wait an hour
+
+
+@dataclass
+class KeptJournal:
+    """The little a keeper needs of its journal (`fragment_keeper.KeptJournal`)."""
+
+    stores: list[Store]
+    spec: JournalSpec = field(default_factory=lambda: JournalSpec.from_dict(journal_spec(NAME)))
+    index: Index = field(default_factory=Index)
+
+    def wake_readers(self) -> None:
+        pass
+
+    def poke(self) -> None:
+        pass
+
+
+def test_drain_stops_waiting_on_a_failing_store_after_a_short_grace(tmp_path, monkeypatch):
+    monkeypatch.setattr(fragment_keeper, "DRAIN_TIMEOUT_S", 3600.0)  # only the grace can end the wait
+    root = tmp_path / "root"
+    root.write_bytes(b"a file where the store's directory should be")  # every upload fails
+    spool = tmp_path / "spool"
+    spool.write_bytes(b"seed\n")
+    fragment = Fragment(NAME, 0, 5, hashlib.sha1(b"seed\n").hexdigest(), CompressionCodec.NONE)
+
+    async def stop_with_a_spool_queued() -> FragmentKeeper:
+        keeper = FragmentKeeper(KeptJournal([open_store("file:///", root)]))
+        persisting = asyncio.create_task(keeper.persist_loop())
+        keeper.hand_over(Completed(fragment, spool, tmp_path / "spool.commits"))
+        await asyncio.wait_for(keeper.drain(), DEADLINE_S)
+        persisting.cancel()
+        await asyncio.gather(persisting, return_exceptions=True)
+        return keeper
+
+    keeper = asyncio.run(stop_with_a_spool_queued())
+    assert keeper.store_failing.is_set()
+    assert spool.read_bytes() == b"seed\n"  # kept on local disk, persisted after restart
