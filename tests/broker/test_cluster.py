@@ -230,12 +230,13 @@ def test_losing_the_etcd_leader_loses_no_acknowledged_byte(broker_factory, tmp_p
             if i == 50:
                 leader.stop()  # kill -9 of the etcd leader mid-stream
             body = f"rec {i}\n".encode()
-            for _attempt in range(100):
+
+            def appended(body=body):
                 resp = httpx.put(f"{writer_broker.url}/etcd/journal", content=body, timeout=30)
-                if resp.status_code == 204:
-                    acked.append((int(resp.headers["X-Commit-Begin"]), body))
-                    break
-                assert resp.status_code in (421, 503), resp.text  # retryable while routes move
+                assert resp.status_code in (204, 421, 503), resp.text  # retryable while routes move
+                return resp if resp.status_code == 204 else None
+            resp = testing.wait_until(appended, f"append {i} acknowledged", deadline_s=90)
+            acked.append((int(resp.headers["X-Commit-Begin"]), body))
         assert len(acked) == 200
         end = max(b + len(body) for b, body in acked)
         content = httpx.get(f"{writer_broker.url}/etcd/journal",

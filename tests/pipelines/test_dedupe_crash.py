@@ -32,6 +32,7 @@ class Driver:
     (so ``kill -9`` takes the JVM and Python workers with it)."""
 
     def __init__(self, args: list[str], log_path) -> None:
+        self.log_path = log_path
         self.log = open(log_path, "ab")  # noqa: SIM115 — open as long as the driver runs.
         self.proc = subprocess.Popen([sys.executable, "-m", "herald.cli.pipelines", "dedupe", *args],
                                      stdout=subprocess.PIPE, stderr=self.log, start_new_session=True,
@@ -55,8 +56,13 @@ class Driver:
             if line.startswith("batch "):
                 return line
             if line == "":
-                raise AssertionError(f"driver exited ({self.proc.wait()}) before a batch")
-        raise AssertionError("no batch line before the deadline")
+                raise AssertionError(f"driver exited ({self.proc.wait()}) before a batch:\n{self.log_tail()}")
+        raise AssertionError(f"no batch line before the deadline:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 60) -> str:
+        """The end of the driver's log, for a failure message."""
+        self.log.flush()
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def kill(self) -> None:
         os.killpg(self.proc.pid, signal.SIGKILL)
