@@ -18,11 +18,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[spark,test]'
 	touch $(STAMP)
 
-# Java runs Spark; etcd runs cluster tests. apt-get only what is missing.
+# Java runs Spark; etcd runs cluster tests; fuse3 (libfuse3 + fusermount3) runs the
+# power-loss tests' file system. apt-get only what is missing.
 system-deps:
 	@missing=""; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	command -v etcd >/dev/null || missing="$$missing etcd-server"; \
+	command -v fusermount3 >/dev/null || missing="$$missing fuse3"; \
 	if [ -n "$$missing" ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
 
 demo: install

@@ -13,6 +13,7 @@ import fcntl
 import os
 from pathlib import Path
 
+from herald.durable import make_durable_dirs
 from herald.protocol.errors import HeraldError, Status
 
 LOCK_NAME = "LOCK"
@@ -29,7 +30,7 @@ class DataDirLock:
         """Take the lock or raise NOT_ALLOWED naming the owner's pid. Blocks briefly
         on the file system only; never waits for the other owner."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_durable_dirs(self.path.parent)  # spools and the keyspace live under it
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as err:
             raise HeraldError(Status.INVALID_ARGUMENT,

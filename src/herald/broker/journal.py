@@ -29,10 +29,11 @@ from herald.broker.metrics import METRICS
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
 from herald.broker.tasks import TaskSet
+from herald.durable import make_durable_dirs
 from herald.fragment.fdpool import DescriptorsExhaustedError, is_out_of_descriptors, retry_out_of_descriptors
 from herald.fragment.health import health_of
 from herald.fragment.index import Index, Located
-from herald.fragment.spool import Spool, recover_spools, write_and_sync, write_and_sync_data
+from herald.fragment.spool import RecoveredSpool, Spool, recover_spools, write_and_sync, write_and_sync_data
 from herald.fragment.stores import Store
 from herald.protocol.errors import HeraldError, RegisterMismatchError, Status, ValidationError
 from herald.protocol.fragment import Fragment
@@ -114,10 +115,16 @@ class Journal(ReplicaSide):
 
     async def _recover(self) -> None:
         loop = asyncio.get_running_loop()
-        self.directory.mkdir(parents=True, exist_ok=True)
         codec = self.spec.fragment.compression_codec
+
+        def recover() -> tuple[list[RecoveredSpool], LabelSet]:
+            # Durably: a spool's name is fsynced into this directory, whose own name must
+            # survive a power cut too, or every spool in it is lost [I-APPEND-3].
+            make_durable_dirs(self.directory)
+            return recover_spools(self.directory, self.spec.name, codec)
+
         recovered, registers = await loop.run_in_executor(None, lambda: retry_out_of_descriptors(
-            "recovering spools", lambda: recover_spools(self.directory, self.spec.name, codec)))
+            "recovering spools", recover))
         try:
             self.index.replace_remote(await self.fragments.list_stores())
         except OSError as err:  # a store that is down must not keep the broker from starting

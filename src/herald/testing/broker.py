@@ -12,6 +12,8 @@ from pathlib import Path
 
 import httpx
 
+from herald.durable import make_durable_dirs
+
 READY_PREFIX = "herald broker listening on "
 START_DEADLINE_S = 30.0
 
@@ -36,7 +38,7 @@ class BrokerProcess:
         args = [sys.executable, "-m", "herald.cli.main", "serve", "--port", str(port),
                 "--data-dir", str(self.data_dir), "--file-root", str(self.file_root),
                 "--log.level", "info", *self.extra_args]
-        self.file_root.mkdir(parents=True, exist_ok=True)
+        make_durable_dirs(self.file_root)  # as an operator would: it survives a power cut
         env = {**os.environ, **(self.env or {})}
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, env=env, start_new_session=True,

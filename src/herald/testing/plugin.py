@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from herald.testing.broker import BrokerProcess
+from herald.testing.powercut import PowerCut
 from herald.testing.s3 import moto_s3, seaweedfs, seaweedfs_factory  # noqa: F401 — S3 servers
 from herald.testing.spark import spark  # noqa: F401 — session-wide Spark fixture
 
@@ -29,6 +32,17 @@ def broker_factory(tmp_path):
 def broker(broker_factory) -> BrokerProcess:
     """One embedded broker on a free loopback port, in a temp data dir."""
     return broker_factory()
+
+
+@pytest.fixture
+def powercut(tmp_path):
+    """A file system that can lose power (`herald.testing.powercut`), mounted at
+    ``tmp_path/mnt`` over the disk ``tmp_path/disk``; skips where FUSE is absent."""
+    if not os.path.exists("/dev/fuse"):
+        pytest.skip("/dev/fuse is absent: simulating power loss needs FUSE")
+    fs = PowerCut(tmp_path / "mnt", tmp_path / "disk").start()
+    yield fs
+    fs.close()
 
 
 @pytest.fixture(scope="session")
