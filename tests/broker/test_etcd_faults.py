@@ -76,7 +76,10 @@ def test_a_broker_paused_past_its_lease_rejoins_in_process(etcd, tmp_path):
         os.kill(proc.proc.pid, signal.SIGSTOP)
         time.sleep(LEASE_S * 2)  # wait-ok: the fault is the pause itself, past the lease
         os.kill(proc.proc.pid, signal.SIGCONT)
+        resumed_at = time.monotonic()
         wait_until(lambda: appended(proc.url, b"after pause\n"), "appends after the broker re-joined", 60)
+        print(f"figures: paused {2 * LEASE_S}s, re-joined and appending {time.monotonic() - resumed_at:.1f}s "
+              "after SIGCONT")  # docs/reliability.md quotes these (-s)
         acked.append(b"after pause\n")
         assert proc.proc.poll() is None, "the broker exited instead of re-joining"
         assert read_all(proc.url) == b"".join(acked)
@@ -95,14 +98,15 @@ def test_an_etcd_outage_stops_acknowledgements_then_heals_without_a_restart(tmp_
         acked.append(b"0\n")
         etcd.stop()  # kill -9
         killed_at = time.monotonic()
-        n = 1
+        n, last_ack_after = 1, 0.0
 
         def refused() -> bool:
-            nonlocal n
+            nonlocal n, last_ack_after
             body = f"{n}\n".encode()
             if appended(proc.url, body):
                 acked.append(body)
                 n += 1
+                last_ack_after = time.monotonic() - killed_at
                 return False
             return True
         wait_until(refused, "appends to be refused once the lease may have expired", 30)
@@ -110,11 +114,17 @@ def test_an_etcd_outage_stops_acknowledgements_then_heals_without_a_restart(tmp_
         committed = b"".join(acked)
         assert read_all(proc.url) == committed  # reads of what is committed go on
         etcd.start()  # same data dir and ports: etcd still holds the broker's lease, or not
+        restarted_at = time.monotonic()
         wait_until(lambda: appended(proc.url, b"healed\n"), "appends after etcd came back", 60)
+        print(f"figures: etcd down {restarted_at - killed_at:.1f}s; {len(acked)} appends acknowledged, the last "
+              f"{last_ack_after:.1f}s after etcd died, the first refused at {refused_after:.1f}s; appends again {time.monotonic() - restarted_at:.1f}s after "
+              "etcd restarted")
         acked.append(b"healed\n")
         assert proc.proc.poll() is None
         assert read_all(proc.url) == b"".join(acked)
-        assert refused_after < LEASE_S + 5  # acknowledgements stopped near the lease, not after a grace
+        # Acknowledgements stopped at the lease, not after a grace (the slack covers the
+        # fsync and the response of a group checked just before the lease ran out).
+        assert last_ack_after < LEASE_S + 3
         assert no_tracebacks(proc), "".join(proc.stderr_lines[-30:])
     finally:
         proc.kill()
@@ -179,6 +189,8 @@ def test_a_zombie_primary_resumed_after_a_takeover_acknowledges_nothing_stale(et
             assert contents[0][begin:begin + len(body)] == body
             assert contents[0].count(body) == 1
         assert contents[0] == contents[1]  # replicas byte-identical
+        print(f"figures: {len(acked)} appends acknowledged "
+              f"({sum(b.startswith(b'zombie') for _, b in acked)} of 8 sent to the resumed zombie), 0 lost")
         assert zombie.proc.poll() is None and no_tracebacks(zombie)
     finally:
         for b in brokers:
