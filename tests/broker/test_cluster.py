@@ -129,6 +129,7 @@ def test_stopped_replica_never_lets_an_append_be_acknowledged_without_it(cluster
     primary = cluster[member_key(route["members"][0])]
     replica = cluster[member_key(route["members"][1])]
     assert httpx.put(f"{primary.url}/partition/journal", content=b"before\n").status_code == 204
+    log_mark, stopped_at = len(primary.stderr_lines), time.monotonic()
     os.killpg(replica.proc.pid, signal.SIGSTOP)
     try:
         resp = httpx.put(f"{primary.url}/partition/journal", content=b"during\n", timeout=60)
@@ -140,6 +141,11 @@ def test_stopped_replica_never_lets_an_append_be_acknowledged_without_it(cluster
             assert member_key(route["members"][1]) not in map(member_key, now["members"])
     finally:
         os.killpg(replica.proc.pid, signal.SIGCONT)
+    stopped_s = time.monotonic() - stopped_at
+    warnings = sum("WARNING" in line for line in primary.stderr_lines[log_mark:])
+    print(f"figures: replica stopped {stopped_s:.1f}s, the primary logged {warnings} warnings "
+          f"({warnings / stopped_s:.2f}/s), the append answered {resp.status_code}")
+    assert warnings / stopped_s < 5, "".join(primary.stderr_lines[log_mark:][-20:])  # paced, not 600/s
     deadline = time.monotonic() + 30
     while (resp := httpx.put(f"{primary.url}/partition/journal", content=b"after\n", timeout=60)).status_code != 204:
         assert time.monotonic() < deadline, "appends did not resume"
