@@ -21,6 +21,7 @@ thousands of journals, most of them idle (issue 19 §1).
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import math
 import time
@@ -431,12 +432,17 @@ class Journal(ReplicaSide):
 
 
 def _as_herald_error(err: OSError | HeraldError) -> HeraldError:
-    """What an append that failed on local disk answers: a 503 when descriptors ran
-    out (the next request may succeed), else an internal error naming the cause."""
+    """What an append that failed on local disk answers: a 503 when descriptors or
+    disk space ran out (the next request may succeed), else an internal error
+    naming the cause."""
     if isinstance(err, HeraldError):
         return err
     if is_out_of_descriptors(err):
         return DescriptorsExhaustedError("writing a spool", err)
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return HeraldError(Status.RESOURCE_EXHAUSTED,
+                           f"out of disk space while writing a spool ({err.strerror}); nothing was "
+                           "appended: retry later, or free space under the broker's --data-dir")
     return HeraldError(Status.INTERNAL, f"spool write failed: {err}")
 
 

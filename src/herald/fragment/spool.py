@@ -148,7 +148,7 @@ class Spool:
     def write(self, content: bytes) -> None:
         """Place ``content`` after what is already pending. Not yet visible or durable."""
         with self.holding_descriptors():
-            os.pwrite(self._fd, content, self.content_length + self._delta)
+            _pwrite_all(self._fd, content, self.content_length + self._delta)
         self._sha1.update(content)
         self._delta += len(content)
 
@@ -193,7 +193,7 @@ class Spool:
                 os.posix_fallocate(self._commits_fd, self._commits_allocated, grow)
                 self._commits_allocated += grow
                 os.fsync(self._commits_fd)
-            os.pwrite(self._commits_fd, line, self._commits_pos)
+            _pwrite_all(self._commits_fd, line, self._commits_pos)
             os.fdatasync(self._commits_fd)
         self._commits_pos += len(line)
 
@@ -225,6 +225,16 @@ class Spool:
         self.close()
         for path in (self.path, self.commits_path):
             path.unlink(missing_ok=True)
+
+
+def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    """Write all of ``data`` at ``offset``: a write that runs out of disk part-way
+    returns a short count rather than failing (the next one fails with ENOSPC), and
+    a short write taken for a whole one would acknowledge bytes never written."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
 
 
 @dataclass(frozen=True, slots=True)
