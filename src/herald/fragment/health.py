@@ -213,17 +213,20 @@ class StoreHealth:
     # -- probing -------------------------------------------------------------------
 
     async def _run(self) -> None:
-        delay = RETRY_BACKOFF_S
+        delay, local_before = RETRY_BACKOFF_S, False
         while True:
             self._poked.clear()
             error = await self._probe_once()
             if self._local_error is None:
                 self._record(error)
+                delay = HEALTHY_INTERVAL_S if error is None else (
+                    RETRY_BACKOFF_S if self._failures == 1 else min(delay * 2, RETRY_MAX_S))
             else:  # not the store's fault: its state stands; waiting appends get the 503
                 self._changed.set()
                 self._changed = asyncio.Event()
-            delay = HEALTHY_INTERVAL_S if error is None else (
-                RETRY_BACKOFF_S if self._failures == 1 else min(delay * 2, RETRY_MAX_S))
+                # Probe again soon (descriptors free up), backing off while they do not.
+                delay = min(delay * 2, RETRY_MAX_S) if local_before else RETRY_BACKOFF_S
+            local_before = self._local_error is not None
             try:
                 await asyncio.wait_for(self._poked.wait(), delay)
             except TimeoutError:
