@@ -1,4 +1,4 @@
-"""Thousands of journals on one broker under the common ``ulimit -n 1024`` (issue 19 §1).
+"""Thousands of journals on one broker under the common ``ulimit -n 1024`` (issue 19 §1): the issue's 10,000.
 
 The broker opens a spool's descriptors when the journal is written and closes the
 least recently used idle ones when over its budget (`herald.fragment.fdpool`), so
@@ -17,7 +17,7 @@ import pytest
 from herald.testing import BrokerProcess, journal_spec
 
 OPEN_FILES_LIMIT = 1024
-JOURNALS = 2000
+JOURNALS = 10_000
 WORKERS = 8
 
 pytestmark = pytest.mark.slow
@@ -45,7 +45,7 @@ def limited_broker(tmp_path):
     proc.kill()
 
 
-def test_2000_journals_under_ulimit_1024_append_restart_and_read(limited_broker):
+def test_10000_journals_under_ulimit_1024_append_restart_and_read(limited_broker):
     names = _names(JOURNALS)
     specs = [journal_spec(name) for name in names]
     applied = httpx.post(f"{limited_broker.url}/v1/journals/apply", timeout=120,

@@ -1,5 +1,5 @@
-"""TaskSet: a journal's loops as one TaskGroup's children — stopped together, and a
-crash logged rather than lost."""
+"""TaskSet: a journal's loops as one group with TaskGroup's rules — stopped together,
+a crash logged rather than lost — holding nothing while it has no task."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def test_stop_cancels_every_task_and_waits_for_them():
             finally:
                 finished.append(name)
 
-        tasks = await TaskSet("j").start()
+        tasks = TaskSet("j")
         tasks.start_soon(loop("a"), "a")
         tasks.start_soon(loop("b"), "b")
         await asyncio.sleep(0)  # let both tasks start
@@ -44,7 +44,7 @@ def test_a_crashing_task_is_logged_and_stops_its_siblings(caplog):
         async def crash() -> None:
             raise RuntimeError("boom")
 
-        tasks = await TaskSet("j").start()
+        tasks = TaskSet("j")
         tasks.start_soon(sibling(), "sibling")
         tasks.start_soon(crash(), "crash")
         await asyncio.wait_for(sibling_cancelled.wait(), 5)
@@ -54,3 +54,29 @@ def test_a_crashing_task_is_logged_and_stops_its_siblings(caplog):
     with caplog.at_level(logging.ERROR, logger="herald.broker.tasks"):
         assert asyncio.run(main())
     assert any("tasks of j stopped" in r.message for r in caplog.records)
+
+
+def test_a_task_that_returns_leaves_the_set_and_a_stopped_set_runs_nothing():
+    async def main() -> tuple[int, int, bool]:
+        tasks = TaskSet("j")
+        done = asyncio.Event()
+
+        async def once() -> None:
+            done.set()
+
+        tasks.start_soon(once(), "once")
+        await done.wait()
+        await asyncio.sleep(0)  # the done callback runs on the next loop iteration
+        after_return = tasks.running
+        await tasks.stop()
+        ran = False
+
+        async def late() -> None:
+            nonlocal ran
+            ran = True
+
+        tasks.start_soon(late(), "late")  # closed unrun, no "never awaited" warning
+        await asyncio.sleep(0)
+        return after_return, tasks.running, ran
+
+    assert asyncio.run(main()) == (0, 0, False)

@@ -6,18 +6,25 @@ health checker so appends see an outage), then drops their local files. It lists
 the stores into the index every ``fragment.refresh_interval`` — at once when a
 range is missing that another replica is persisting — and prunes by retention on
 an operator's request (brokers never delete by themselves, as in Gazette).
+
+An idle journal costs the keeper no task: the persister starts with the first
+hand-over, and each listing is a one-shot task started by a timer (jittered, so
+thousands of journals opened together do not list their stores all at once).
+A broker serves thousands of journals, most of them idle (issue 19 §1).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from herald.broker.metrics import METRICS
+from herald.broker.tasks import TaskSet
 from herald.fragment.health import health_of
 from herald.fragment.index import Index
 from herald.fragment.persister import persist
@@ -38,6 +45,8 @@ DRAIN_TIMEOUT_S = 10  # within server.STOP_DEADLINE_S, after the HTTP runner's 5
 # flight may land, but a failing store must not hold a stop for DRAIN_TIMEOUT_S —
 # the spools stay on local disk and are persisted after restart [I-FRAG-2].
 FAILING_STORE_GRACE_S = 1.0
+HOLE_RETRY_S = 1.0  # listing again while a peer is still persisting a range we lack
+REFRESH_JITTER = 0.25  # each listing is due after refresh_interval × (1 ± this)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,27 +77,37 @@ class KeptJournal(Protocol):
 
 
 class FragmentKeeper:
-    """Persists, lists and prunes one journal's fragments (tasks owned by the journal)."""
+    """Persists, lists and prunes one journal's fragments. Its tasks belong to the
+    journal: listings to ``refreshing`` (stopped before the final drain), the
+    persister to ``persisting`` (stopped after it)."""
 
-    def __init__(self, journal: KeptJournal) -> None:
+    def __init__(self, journal: KeptJournal, refreshing: TaskSet, persisting: TaskSet) -> None:
         self.journal = journal
-        self.completed: asyncio.Queue[Completed] = asyncio.Queue()
-        self.refresh_now = asyncio.Event()
-        self.store_failing = asyncio.Event()  # set by a failed upload, cleared by a good one
+        self._refreshing, self._persisting = refreshing, persisting
+        self._completed: asyncio.Queue[Completed] | None = None  # with the persister
+        self._refresh_timer: asyncio.TimerHandle | None = None
+        self._refresh_running = False
+        self._refresh_again = False
+        # Set by a failed upload, cleared by a good one; made with the persister.
+        self.store_failing: asyncio.Event | None = None
 
     def hand_over(self, completed: Completed) -> None:
-        """Queue a rolled spool for persisting (non-blocking)."""
-        self.completed.put_nowait(completed)
+        """Queue a rolled spool for persisting, starting the persister on first use
+        (non-blocking; needs the running loop)."""
+        if self._completed is None:
+            self._completed, self.store_failing = asyncio.Queue(), asyncio.Event()
+            self._persisting.start_soon(self._persist_loop(self._completed), "persist")
+        self._completed.put_nowait(completed)
 
-    async def persist_loop(self) -> None:
+    async def _persist_loop(self, completed: asyncio.Queue[Completed]) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            done = await self.completed.get()
+            done = await completed.get()
             try:
                 if self.journal.stores:
                     await self._persist_with_retries(loop, done)
             finally:
-                self.completed.task_done()
+                completed.task_done()
 
     async def _persist_with_retries(self, loop, done: Completed) -> None:
         attempt = 0
@@ -118,35 +137,76 @@ class FragmentKeeper:
         log.info("journal=%s persisted %s to %s", self.journal.spec.name, fragment.content_name, fragment.store)
 
     async def list_stores(self) -> list[Fragment]:
-        loop = asyncio.get_running_loop()
-        listing: list[Fragment] = []
-        for store in self.journal.stores:
-            listing += await loop.run_in_executor(None, list_fragments, store, self.journal.spec.name)
-        return listing
+        """Every fragment the journal's stores hold (in the executor)."""
+        return await asyncio.get_running_loop().run_in_executor(None, self.list_stores_blocking)
 
-    async def refresh_loop(self) -> None:
-        """List the stores every refresh_interval, or at once when a hole needs filling."""
-        while True:
-            try:
-                await asyncio.wait_for(self.refresh_now.wait(), self.journal.spec.fragment.refresh_interval_s)
-            except TimeoutError:
-                pass
-            self.refresh_now.clear()
-            try:
-                self.journal.index.replace_remote(await self.list_stores())
-                self.journal.wake_readers()
-            except OSError as err:
-                log.warning("journal=%s store listing failed: %s", self.journal.spec.name, err)
-            if self.journal.index.has_hole_below(self.journal.write_head):
-                await asyncio.sleep(1.0)  # a peer is still persisting the range we lack
-                self.refresh_now.set()
+    def list_stores_blocking(self) -> list[Fragment]:
+        """`list_stores`, blocking: for callers already on an executor thread."""
+        return [fragment for store in self.journal.stores
+                for fragment in list_fragments(store, self.journal.spec.name)]
+
+    # -- listing ---------------------------------------------------------------------
+
+    def refresh_later(self) -> None:
+        """List the stores once ``fragment.refresh_interval`` (jittered) has passed,
+        unless a listing is already due sooner. Non-blocking; needs the running loop."""
+        delay_s = self.journal.spec.fragment.refresh_interval_s * random.uniform(1 - REFRESH_JITTER,
+                                                                                 1 + REFRESH_JITTER)
+        self._schedule_refresh(delay_s)
+
+    def refresh_soon(self) -> None:
+        """List the stores now (a range is missing, or a read found a fragment gone);
+        calls while a listing runs coalesce into one more listing."""
+        if self._refresh_running:
+            self._refresh_again = True
+        else:
+            self._schedule_refresh(0)
+
+    def stop_refreshing(self) -> None:
+        """No further listings (the journal is closing); one running is stopped with
+        the journal's serving tasks."""
+        if self._refresh_timer is not None:
+            self._refresh_timer.cancel()
+            self._refresh_timer = None
+        self._refresh_running, self._refresh_again = True, False  # nothing is scheduled again
+
+    def _schedule_refresh(self, delay_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        when = loop.time() + delay_s
+        timer = self._refresh_timer
+        if timer is not None:
+            if timer.when() <= when:
+                return
+            timer.cancel()
+        self._refresh_timer = loop.call_at(when, self._start_refresh)
+
+    def _start_refresh(self) -> None:
+        self._refresh_timer = None
+        self._refresh_running = True
+        self._refreshing.start_soon(self._refresh_once(), "refresh")
+
+    async def _refresh_once(self) -> None:
+        try:
+            self.journal.index.replace_remote(await self.list_stores())
+            self.journal.wake_readers()
+        except OSError as err:
+            log.warning("journal=%s store listing failed: %s", self.journal.spec.name, err)
+        finally:
+            self._refresh_running = False
+        if self._refresh_again:
+            self._refresh_again = False
+            self._schedule_refresh(0)
+        elif self.journal.index.has_hole_below(self.journal.write_head):
+            self._schedule_refresh(HOLE_RETRY_S)  # a peer is still persisting the range we lack
+        else:
+            self.refresh_later()
 
     async def drain(self) -> None:
         """Wait for queued spools to persist (SIGTERM path): at most DRAIN_TIMEOUT_S,
         and at most FAILING_STORE_GRACE_S more once the store fails an upload."""
-        if not self.journal.stores:
+        if not self.journal.stores or self._completed is None or self.store_failing is None:
             return
-        joined = asyncio.ensure_future(self.completed.join())
+        joined = asyncio.ensure_future(self._completed.join())
         failing = asyncio.ensure_future(self.store_failing.wait())
         try:
             await asyncio.wait((joined, failing), timeout=DRAIN_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)

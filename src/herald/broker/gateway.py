@@ -290,7 +290,7 @@ async def _first_chunk(journal: Journal, offset: int, chunks) -> tuple[int, byte
         return offset, None
     except FileNotFoundError as err:
         store_trouble.warn(journal, offset, err)
-        journal.fragments.refresh_now.set()  # the listing may know better (a re-upload)
+        journal.fragments.refresh_soon()  # the listing may know better (a re-upload)
         located = journal.locate(offset)
         where = f"fragment {located.fragment.content_name} in {located.fragment.store}" if located else "its fragment"
         raise HeraldError(Status.FRAGMENT_MISSING,

@@ -8,19 +8,26 @@ A request that fails a check writes nothing [I-REG-1]; a sync that fails rolls t
 whole group back [I-APPEND-2].
 
 Completed spools go to a persister task that compresses and uploads them to the
-journal's first store, then drops the local files. A refresh task lists the stores
-every ``fragment.refresh_interval``, so fragments written by others (or before a
+journal's first store, then drops the local files. The stores are listed every
+``fragment.refresh_interval``, so fragments written by others (or before a
 restart on an empty disk [I-FRAG-1]) join the index.
+
+A journal that is served but not written holds no task and no queue: the append
+task starts with the first append, the persister with the first completed spool,
+the pulse only for a ``flush_interval``, and listings are timers. A broker serves
+thousands of journals, most of them idle (issue 19 §1).
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
@@ -29,7 +36,6 @@ from herald.broker.metrics import METRICS
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
 from herald.broker.tasks import TaskSet
-from herald.durable import make_durable_dirs
 from herald.fragment.fdpool import DescriptorsExhaustedError, is_out_of_descriptors, retry_out_of_descriptors
 from herald.fragment.health import health_of
 from herald.fragment.index import Index, Located
@@ -84,15 +90,18 @@ class Journal(ReplicaSide):
         self.directory = data_dir / "spools" / quote(spec.name, safe="")
         self.index = Index()
         self._spool: Spool | None = None
-        self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
-        self._commit_event = asyncio.Event()
+        # Created with the append task, at the first append or poke (see _enqueue).
+        self._queue: asyncio.Queue[_Pending | None] | None = None
+        self._commit_event: asyncio.Event | None = None  # created by the first waiting reader
         # Loops that stop before the final drain, and the persister that drains.
         self._serving = TaskSet(f"serving:{spec.name}")
         self._persisting = TaskSet(f"persisting:{spec.name}")
+        self._pulsing = False
+        self._recovered: list[Completed] = []  # until persist_recovered
         self._closing = False
         self.roll_if_first = False  # set by prune: persist a spool that became the first fragment
         self._spool_lock = asyncio.Lock()  # one mutator of the spool at a time
-        self.fragments = FragmentKeeper(self)
+        self.fragments = FragmentKeeper(self, self._serving, self._persisting)
         # Cluster role: a primary replicates through ``pipeline`` (None: embedded or a
         # peerset of one); a non-primary replica only takes replicated writes.
         self.is_primary = True
@@ -102,53 +111,70 @@ class Journal(ReplicaSide):
 
     @classmethod
     async def open(cls, spec: JournalSpec, data_dir: Path, stores: list[Store],
-                   lease_ok: Callable[[], bool] = lambda: True) -> Journal:
-        """Recover local spools, list the stores and start serving. Blocks on disk I/O."""
+                   lease_ok: Callable[[], bool] = lambda: True, persist_recovered: bool = True) -> Journal:
+        """Recover local spools, list the stores and start serving. Blocks on disk I/O.
+
+        With ``persist_recovered=False`` the recovered spools wait for
+        `persist_recovered` (a starting broker serves first, then uploads)."""
         journal = cls(spec, data_dir, stores, lease_ok)
         await journal._recover()
-        serving, persisting = await journal._serving.start(), await journal._persisting.start()
-        serving.start_soon(journal._append_loop(), "append")
-        serving.start_soon(journal.fragments.refresh_loop(), "refresh")
-        serving.start_soon(journal._pulse_loop(), "pulse")
-        persisting.start_soon(journal.fragments.persist_loop(), "persist")
+        if persist_recovered:
+            journal.persist_recovered()
+        journal.fragments.refresh_later()
+        journal._start_pulse_if_needed()
         return journal
 
     async def _recover(self) -> None:
+        # One trip to the executor for the spools and the listing: a restart opens
+        # thousands of journals (issue 19 §1). The spool directory is created with
+        # the first spool's files, so a journal never written has none.
         loop = asyncio.get_running_loop()
         codec = self.spec.fragment.compression_codec
-
-        def recover() -> tuple[list[RecoveredSpool], LabelSet]:
-            # Durably: a spool's name is fsynced into this directory, whose own name must
-            # survive a power cut too, or every spool in it is lost [I-APPEND-3].
-            make_durable_dirs(self.directory)
-            return recover_spools(self.directory, self.spec.name, codec)
-
-        recovered, registers = await loop.run_in_executor(None, lambda: retry_out_of_descriptors(
-            "recovering spools", recover))
-        try:
-            self.index.replace_remote(await self.fragments.list_stores())
-        except OSError as err:  # a store that is down must not keep the broker from starting
-            log.warning("journal=%s store listing failed at start (retrying): %s", self.spec.name, err)
-            self.fragments.refresh_now.set()
+        recovered, registers, listing = await loop.run_in_executor(None, self._recover_blocking)
+        if isinstance(listing, OSError):  # a store that is down must not keep the broker from starting
+            log.warning("journal=%s store listing failed at start (retrying): %s", self.spec.name, listing)
+            self.fragments.refresh_soon()
+        else:
+            self.index.replace_remote(listing)
         for spool in recovered:
             self.index.add_local(spool.fragment, spool.path)
-            self.fragments.hand_over(Completed(spool.fragment, spool.path, spool.commits_path))
+        self._recovered = [Completed(s.fragment, s.path, s.commits_path) for s in recovered]
         head = max([self.index.end_offset] + [s.fragment.end for s in recovered])
-        self._spool = await loop.run_in_executor(
-            None, lambda: Spool(self.directory, self.spec.name, head, codec, registers))
+        new_spool = partial(Spool, self.directory, self.spec.name, head, codec, registers)
+        # Only registers make a new spool write (a commit record carrying them).
+        self._spool = await loop.run_in_executor(None, new_spool) if len(registers) else new_spool()
+
+    def _recover_blocking(self) -> tuple[list[RecoveredSpool], LabelSet, list[Fragment] | OSError]:
+        recovered, registers = retry_out_of_descriptors("recovering spools", lambda: recover_spools(
+            self.directory, self.spec.name, self.spec.fragment.compression_codec))
+        try:
+            listing: list[Fragment] | OSError = self.fragments.list_stores_blocking()
+        except OSError as err:
+            listing = err
+        return recovered, registers, listing
+
+    def persist_recovered(self) -> None:
+        """Hand the spools recovered at open to the persister (once; non-blocking)."""
+        recovered, self._recovered = self._recovered, []
+        for completed in recovered:
+            self.fragments.hand_over(completed)
 
     async def close(self) -> None:
         """Finish queued appends, roll the spool and persist what can be (SIGTERM path)."""
         self._closing = True
-        self._queue.put_nowait(None)
-        await self._queue.join()
+        if self._queue is not None:
+            self._queue.put_nowait(None)
+            await self._queue.join()
         try:
             self._roll()
         except (OSError, HeraldError) as err:  # the spool stays on disk, recovered at the next start
             log.warning("journal=%s could not roll its spool at close: %s", self.spec.name, err)
+        self.fragments.stop_refreshing()
         await self._serving.stop()
         await self.fragments.drain()
-        self._commit_event.set()
+        if self._commit_event is None:
+            self._commit_event = asyncio.Event()
+        self._commit_event.set()  # and left set: readers waiting now or later return
         await self._persisting.stop()
         if self._spool:
             self._spool.close()
@@ -168,6 +194,7 @@ class Journal(ReplicaSide):
     def update_spec(self, spec: JournalSpec, stores: list[Store]) -> None:
         """A new revision of the spec: takes effect at the next roll / refresh."""
         self.spec, self.stores = spec, stores
+        self._start_pulse_if_needed()
 
     # -- appends -----------------------------------------------------------------------
 
@@ -207,27 +234,34 @@ class Journal(ReplicaSide):
             # after a bounded wait (FRAGMENT_STORE_UNHEALTHY, gazette-facts §4.6).
             await health_of(self.stores[0]).require_healthy()
         pending = _Pending(content, check, union, subtract, asyncio.get_running_loop().create_future())
-        self._queue.put_nowait(pending)
+        self._enqueue(pending)
         return await asyncio.shield(pending.future)
 
-    async def _append_loop(self) -> None:
+    def _enqueue(self, item: _Pending | None) -> None:
+        """Queue an append (None: a poke) for the append task, started on first use."""
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+            self._serving.start_soon(self._append_loop(self._queue), "append")
+        self._queue.put_nowait(item)
+
+    async def _append_loop(self, queue: asyncio.Queue[_Pending | None]) -> None:
         while True:
-            first = await self._queue.get()
+            first = await queue.get()
             group = [first] if first is not None else []
             size = len(first.content) if first else 0
-            while size < MAX_GROUP_BYTES and not self._queue.empty():
-                item = self._queue.get_nowait()
+            while size < MAX_GROUP_BYTES and not queue.empty():
+                item = queue.get_nowait()
                 if item is not None:
                     group.append(item)
                     size += len(item.content)
                 else:
-                    self._queue.task_done()
+                    queue.task_done()
             try:
                 async with self._spool_lock:
                     await self._run_group(group)
             finally:
                 for _ in range(len(group) + (first is None)):
-                    self._queue.task_done()
+                    queue.task_done()
 
     async def _run_group(self, group: list[_Pending]) -> None:
         if self.is_primary and not self._lease_ok():
@@ -313,8 +347,11 @@ class Journal(ReplicaSide):
         return sums
 
     def wake_readers(self) -> None:
-        event, self._commit_event = self._commit_event, asyncio.Event()
-        event.set()
+        if self._closing and self._commit_event is not None and self._commit_event.is_set():
+            return  # closed: the event stays set
+        event, self._commit_event = self._commit_event, None
+        if event is not None:
+            event.set()
 
     # -- rolling --------------------------------------------------------
 
@@ -364,13 +401,20 @@ class Journal(ReplicaSide):
 
     def poke(self) -> None:
         """Wake the append task with no append (to sync a new pipeline, or roll)."""
-        self._queue.put_nowait(None)
+        self._enqueue(None)
+
+    def _start_pulse_if_needed(self) -> None:
+        if self.spec.fragment.flush_interval_s and not self._pulsing:
+            self._pulsing = True
+            self._serving.start_soon(self._pulse_loop(), "pulse")
 
     async def _pulse_loop(self) -> None:
-        """Wake the append task now and then so flush_interval rolls without traffic."""
+        """Wake the append task now and then so flush_interval rolls without traffic
+        (only a spool holding bytes can roll; an empty one needs no wake-up)."""
         while True:
             await asyncio.sleep(max(1.0, min(60.0, self.spec.fragment.flush_interval_s or 60.0) / 4))
-            self._queue.put_nowait(None)
+            if self._spool is not None and self._spool.content_length:
+                self.poke()
 
     # -- reads -------------------------------------------------------------------------
 
@@ -382,16 +426,23 @@ class Journal(ReplicaSide):
 
     async def wait_for_commit(self) -> None:
         """Return once the next group commits (or the journal closes)."""
+        if self._commit_event is None:
+            self._commit_event = asyncio.Event()
         await self._commit_event.wait()
 
 
 def _as_herald_error(err: OSError | HeraldError) -> HeraldError:
-    """What an append that failed on local disk answers: a 503 when descriptors ran
-    out (the next request may succeed), else an internal error naming the cause."""
+    """What an append that failed on local disk answers: a 503 when descriptors or
+    disk space ran out (the next request may succeed), else an internal error
+    naming the cause."""
     if isinstance(err, HeraldError):
         return err
     if is_out_of_descriptors(err):
         return DescriptorsExhaustedError("writing a spool", err)
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return HeraldError(Status.RESOURCE_EXHAUSTED,
+                           f"out of disk space while writing a spool ({err.strerror}); nothing was "
+                           "appended: retry later, or free space under the broker's --data-dir")
     return HeraldError(Status.INTERNAL, f"spool write failed: {err}")
 
 

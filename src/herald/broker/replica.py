@@ -77,6 +77,6 @@ class ReplicaSide:
             self._replace_spool(self._new_spool(end, registers))
         else:
             self._roll()
-        self.fragments.refresh_now.set()
+        self.fragments.refresh_soon()
         log.info("journal=%s rolled forward to %d", self.spec.name, end)
 

@@ -66,6 +66,7 @@ class Broker:
         self.append_rates = AppendRates(settings.max_append_rate)
         # False while our etcd lease may have expired: no journal may act as primary.
         self._lease_valid = True
+        self._started = False  # serving: journals opened from now on persist at once
         self.auth_keys = AuthKeys.parse(settings.auth_keys, "--auth-keys") if settings.auth_keys else None
         self._proxy_tokens = PeerTokens(self.auth_keys, str(self.member_id)) if self.auth_keys else None
         # What signs and verifies replication between peers: set on joining a cluster
@@ -169,7 +170,8 @@ class Broker:
         stores = self.stores_for(entry.spec)
         if journal is None:
             journal = self.journals[name] = await Journal.open(entry.spec, self.settings.data_dir, stores,
-                                                               lease_ok=self.may_acknowledge)
+                                                               lease_ok=self.may_acknowledge,
+                                                               persist_recovered=self._started)
             log.info("serving journal=%s write_head=%d", name, journal.write_head)
         elif journal.spec != entry.spec:
             journal.update_spec(entry.spec, stores)
@@ -270,6 +272,12 @@ class Broker:
             self.keyspace.on_change(lambda _rev: self._signal_keyspace_change())
         await self.sync_journals()
         await web.SockSite(self._runner, sock, ssl_context=server_tls).start()
+        # Serve first, then upload what the last run left in spools: thousands of
+        # uploads racing the opening of thousands of journals made a restart slow
+        # (issue 19 §1). Until uploaded, those bytes are read from the local spools.
+        self._started = True
+        for journal in self.journals.values():
+            journal.persist_recovered()
         return f"{scheme}://{host}:{port}"
 
     def _tls_contexts(self) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:

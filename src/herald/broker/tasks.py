@@ -1,16 +1,23 @@
-"""Background tasks owned by a `asyncio.TaskGroup` for an object's whole life.
+"""Background tasks owned together for an object's whole life, TaskGroup's rules.
 
-A journal runs loops (appends, persisting, listing, pulses) from ``open`` to
-``close``. `TaskSet` holds a TaskGroup open in a runner task, so those loops are
-the group's children: `stop` cancels them all and waits for them, and a loop that
-crashes is logged with its traceback (then its siblings stop with it, TaskGroup's
-rule) rather than dying unseen.
+A journal runs loops (appends, persisting, listing, pulses) between ``open`` and
+``close``. `TaskSet` keeps them as one group with `asyncio.TaskGroup`'s rules:
+`stop` cancels them all and waits for them, and a task that crashes is logged
+with its traceback and stops its siblings, rather than dying unseen.
+
+Unlike a TaskGroup it needs no task parked inside ``async with`` for the owner's
+whole life, and it holds nothing until its first task: a broker serves thousands
+of journals, most of them idle, and an open TaskGroup costs each of them a task
+and its frame (issue 19 §1). Tasks may be started lazily, at first use.
+
+    tasks = TaskSet("serving:a/journal")
+    tasks.start_soon(append_loop(), "append")   # needs a running loop
+    await tasks.stop()                          # cancels, waits; idempotent
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Coroutine
 from typing import Any
@@ -23,39 +30,45 @@ log = logging.getLogger(__name__)
 class TaskSet:
     """Tasks started with `start_soon`, all stopped by `stop` (idempotent)."""
 
+    __slots__ = ("_stopped", "_tasks", "name")
+
     def __init__(self, name: str) -> None:
         self.name = name
-        self._group: asyncio.TaskGroup | None = None
-        self._runner: asyncio.Task[None] | None = None
-
-    async def start(self) -> TaskSet:
-        ready = asyncio.Event()
-
-        async def hold_open() -> None:
-            async with asyncio.TaskGroup() as group:
-                self._group = group
-                ready.set()
-                # Until stop() cancels us, and the group with us. A bare future, not an
-                # Event: it is held per journal for its whole life (memory, issue 19 §1).
-                await asyncio.get_running_loop().create_future()
-
-        self._runner = asyncio.create_task(hold_open(), name=f"tasks:{self.name}")
-        self._runner.add_done_callback(self._report)
-        await ready.wait()
-        return self
+        self._tasks: set[asyncio.Task[Any]] | None = None  # created with the first task
+        self._stopped = False
 
     def start_soon(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
-        assert self._group is not None, "start() first"
-        self._group.create_task(coro, name=f"{name}:{self.name}")
+        """Run ``coro`` as a task of the set. After `stop`, or once a sibling
+        crashed, the coroutine is closed unrun (the set is shutting down)."""
+        if self._stopped:
+            coro.close()
+            return
+        if self._tasks is None:
+            self._tasks = set()
+        task = asyncio.get_running_loop().create_task(coro, name=f"{name}:{self.name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    @property
+    def running(self) -> int:
+        """How many tasks of the set have not finished."""
+        return len(self._tasks) if self._tasks else 0
 
     async def stop(self) -> None:
         """Cancel every task of the set and wait until all have finished."""
-        if self._runner is None or self._runner.done():
-            return
-        self._runner.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._runner
+        self._stopped = True
+        tasks = list(self._tasks or ())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _report(self, runner: asyncio.Task[None]) -> None:
-        if not runner.cancelled() and (err := runner.exception()) is not None:
-            log.error("tasks of %s stopped: a task failed", self.name, exc_info=err)
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        if self._tasks is not None:
+            self._tasks.discard(task)
+        if task.cancelled() or (err := task.exception()) is None:
+            return
+        log.error("tasks of %s stopped: task %s failed", self.name, task.get_name(), exc_info=err)
+        self._stopped = True  # TaskGroup's rule: one crash stops the siblings
+        for sibling in list(self._tasks or ()):
+            sibling.cancel()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import os
 import resource
 import threading
 from collections import OrderedDict
@@ -35,7 +36,7 @@ from typing import Protocol, TypeVar
 from herald.protocol.errors import HeraldError, Status
 
 __all__ = ["DescriptorPool", "DescriptorsExhaustedError", "PooledFiles", "default_pool",
-           "is_out_of_descriptors", "retry_out_of_descriptors"]
+           "descriptors_exhausted", "is_out_of_descriptors", "retry_out_of_descriptors"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,17 @@ class PooledFiles(Protocol):
 
 def is_out_of_descriptors(err: BaseException) -> bool:
     return isinstance(err, OSError) and err.errno in (errno.EMFILE, errno.ENFILE)
+
+
+def descriptors_exhausted() -> bool:
+    """Whether this process cannot open one more descriptor right now: for errors
+    that lost their EMFILE on the way (tempfile reports "no usable temporary
+    directory"). Blocking, but only an open and close of /dev/null."""
+    try:
+        os.close(os.open(os.devnull, os.O_RDONLY))
+    except OSError as err:
+        return is_out_of_descriptors(err)
+    return False
 
 
 def budget_from_limit() -> int:

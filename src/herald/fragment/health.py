@@ -15,6 +15,11 @@ with FRAGMENT_STORE_UNHEALTHY otherwise; the persister wakes early on recovery::
     health.report_failure(err)         # an upload failed: unhealthy until a probe passes
     await health.wait_recovery(30.0)   # True once unhealthy → healthy happens
 
+A probe that fails because this process is out of file descriptors says nothing
+about the store: it leaves the store's state as it was, and appends waiting for a
+store not yet known healthy get that 503 (RESOURCE_EXHAUSTED) at once rather than
+a FRAGMENT_STORE_UNHEALTHY that would send an operator to the wrong system.
+
 Probes run in an executor (they block on store I/O); everything else runs on the
 event loop that first asked for the checker.
 """
@@ -22,6 +27,7 @@ event loop that first asked for the checker.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import secrets
@@ -31,6 +37,7 @@ import time
 import weakref
 from dataclasses import dataclass
 
+from herald.fragment.fdpool import DescriptorsExhaustedError, descriptors_exhausted, is_out_of_descriptors
 from herald.fragment.stores import Store
 from herald.protocol.errors import HeraldError, Status
 
@@ -111,6 +118,7 @@ class StoreHealth:
         self._poked = asyncio.Event()
         self._probing = False
         self._probe_failed = False
+        self._local_error: HeraldError | None = None  # the last probe could not run here
         self._task: asyncio.Task | None = None
 
     # -- state ---------------------------------------------------------------------
@@ -155,7 +163,7 @@ class StoreHealth:
         """True as soon as the store is healthy; False if it is not within
         ``timeout_s`` (each failed probe in between is waited through)."""
         deadline = asyncio.get_running_loop().time() + timeout_s
-        while not self._healthy:
+        while not self._healthy and self._local_error is None:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 return False
@@ -170,6 +178,8 @@ class StoreHealth:
         raise FRAGMENT_STORE_UNHEALTHY with the last probe error."""
         if self._healthy or await self.wait_healthy(timeout_s):
             return
+        if self._local_error is not None:
+            raise self._local_error
         detail = self._last_error or "not yet checked"
         raise HeraldError(Status.FRAGMENT_STORE_UNHEALTHY,
                           f"fragment store {self.store.url} is unhealthy: {detail}", "journal")
@@ -203,13 +213,20 @@ class StoreHealth:
     # -- probing -------------------------------------------------------------------
 
     async def _run(self) -> None:
-        delay = RETRY_BACKOFF_S
+        delay, local_before = RETRY_BACKOFF_S, False
         while True:
             self._poked.clear()
             error = await self._probe_once()
-            self._record(error)
-            delay = HEALTHY_INTERVAL_S if error is None else (
-                RETRY_BACKOFF_S if self._failures == 1 else min(delay * 2, RETRY_MAX_S))
+            if self._local_error is None:
+                self._record(error)
+                delay = HEALTHY_INTERVAL_S if error is None else (
+                    RETRY_BACKOFF_S if self._failures == 1 else min(delay * 2, RETRY_MAX_S))
+            else:  # not the store's fault: its state stands; waiting appends get the 503
+                self._changed.set()
+                self._changed = asyncio.Event()
+                # Probe again soon (descriptors free up), backing off while they do not.
+                delay = min(delay * 2, RETRY_MAX_S) if local_before else RETRY_BACKOFF_S
+            local_before = self._local_error is not None
             try:
                 await asyncio.wait_for(self._poked.wait(), delay)
             except TimeoutError:
@@ -218,12 +235,20 @@ class StoreHealth:
     async def _probe_once(self) -> str | None:
         loop = asyncio.get_running_loop()
         self._probing = True
+        self._local_error = None
         try:
             await asyncio.wait_for(loop.run_in_executor(None, probe, self.store, self._name),
                                    PROBE_TIMEOUT_S)
         except TimeoutError:
             return f"probe timed out after {PROBE_TIMEOUT_S:g}s"
         except Exception as err:  # noqa: BLE001 - the checker must outlive any backend error
+            if is_out_of_descriptors(err) or descriptors_exhausted():
+                # tempfile, for one, reports EMFILE as "no usable temporary directory".
+                self._local_error = DescriptorsExhaustedError(
+                    f"probing fragment store {self.store.url}",
+                    err if isinstance(err, OSError) else OSError(errno.EMFILE, os.strerror(errno.EMFILE)))
+                log.warning("store=%s not probed: this broker is out of file descriptors", self.store.url)
+                return None
             if not isinstance(err, OSError):
                 log.warning("store=%s probe raised %s", self.store.url, type(err).__name__,
                             exc_info=True)

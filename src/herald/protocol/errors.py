@@ -47,7 +47,7 @@ class Status(enum.Enum):
     PERMISSION_DENIED = 108
     MESSAGE_DECODE_ERROR = 109
     REQUEST_TIMEOUT = 110
-    RESOURCE_EXHAUSTED = 111  # out of file descriptors: this request fails, retry later
+    RESOURCE_EXHAUSTED = 111  # out of file descriptors or disk: this request fails, retry later
 
 
 HTTP_CODES: Mapping[Status, int] = MappingProxyType(

@@ -1,0 +1,124 @@
+"""Out of descriptors or disk: the request that met it gets a clear 503, nothing of
+it is written, later requests succeed once the resource is back, and the broker
+restarts (issue 19 §1, [I-APPEND-2], [I-RESTART-1]).
+
+Real broker processes: descriptors run out under a small ``ulimit -n`` held full by
+idle client connections; the disk is a 2 MiB tmpfs (mounting needs root: the test
+is skipped, saying why, where the mount is refused).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from herald.testing import BrokerProcess, apply_specs, journal_spec, wait_until
+
+OPEN_FILES_LIMIT = 64
+TMPFS_BYTES = 2 << 20
+
+
+def _open_descriptors(proc: BrokerProcess) -> int:
+    return len(os.listdir(f"/proc/{proc.proc.pid}/fd"))
+
+
+def _assert_exhausted(resp: httpx.Response, words: str) -> None:
+    assert resp.status_code == 503, resp.text
+    body = resp.json()
+    assert body["status"] == "RESOURCE_EXHAUSTED" and words in body["message"], body
+    assert "Traceback" not in resp.text
+
+
+@pytest.fixture
+def limited_broker(tmp_path):
+    proc = BrokerProcess(tmp_path / "data", tmp_path / "fragments",
+                         open_files_limit=OPEN_FILES_LIMIT).start()
+    yield proc
+    proc.kill()
+
+
+def test_append_out_of_descriptors_answers_503_writes_nothing_and_restart_works(limited_broker):
+    name = "exhaust/fds"
+    apply_specs(limited_broker.url, journal_spec(name))
+    # Idle keep-alive connections, each holding one of the broker's descriptors, until
+    # one is left: the append's own connection takes it, and its spool finds none.
+    holders: list[httpx.Client] = []
+    try:
+        while _open_descriptors(limited_broker) < OPEN_FILES_LIMIT - 1:
+            assert len(holders) < OPEN_FILES_LIMIT, "descriptors are not filling up"
+            holder = limited_broker.client()
+            holder.get("/debug/metrics").raise_for_status()  # accepted: its descriptor is open
+            holders.append(holder)
+        with limited_broker.client() as http:
+            _assert_exhausted(http.put(f"/{name}", content=b"refused\n"), "out of file descriptors")
+    finally:
+        for holder in holders:
+            holder.close()
+
+    with limited_broker.client() as http:
+        # Once the broker has closed the idle connections, the same append succeeds.
+        accepted = wait_until(lambda: (r := http.put(f"/{name}", content=b"first\n")).status_code == 204 and r,
+                              "an append accepted once descriptors are free again")
+        assert accepted.headers["X-Commit-Begin"] == "0"  # the refused append wrote nothing
+
+    limited_broker.kill()
+    limited_broker.start()
+    with limited_broker.client() as http:
+        assert http.get(f"/{name}").content == b"first\n"
+        assert http.put(f"/{name}", content=b"second\n").headers["X-Commit-Begin"] == str(len(b"first\n"))
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs, unmounted at the end; skipped where mounting is refused."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES}", "tmpfs", str(mount_point)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill (needs root): {result.stderr.strip()}")
+    yield mount_point
+    subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+def _fill(disk: Path) -> Path:
+    """Write a ballast file until the disk is full; returns it."""
+    ballast = disk / "ballast"
+    with open(ballast, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * (64 << 10))
+                f.flush()
+        except OSError as err:
+            assert err.errno == errno.ENOSPC, err
+    return ballast
+
+
+def test_append_on_a_full_disk_answers_503_writes_nothing_and_restart_works(small_disk, tmp_path):
+    name = "exhaust/disk"
+    broker = BrokerProcess(small_disk / "data", tmp_path / "fragments").start()
+    try:
+        apply_specs(broker.url, journal_spec(name))
+        with broker.client() as http:
+            http.put(f"/{name}", content=b"before\n").raise_for_status()  # the spool's files exist
+            ballast = _fill(small_disk)
+            # Room for part of the next append only: its write comes up short, then fails.
+            os.truncate(ballast, ballast.stat().st_size - (64 << 10))
+            _assert_exhausted(http.put(f"/{name}", content=b"x" * (256 << 10)), "out of disk space")
+            assert http.get(f"/{name}").content == b"before\n"
+
+        broker.kill()
+        broker.start()  # the disk still full: the broker starts and serves what it had
+        with broker.client() as http:
+            assert http.get(f"/{name}").content == b"before\n"
+            ballast.unlink()
+            after = http.put(f"/{name}", content=b"after\n")
+            assert after.status_code == 204 and after.headers["X-Commit-Begin"] == str(len(b"before\n"))
+            assert http.get(f"/{name}").content == b"before\nafter\n"
+    finally:
+        broker.kill()
