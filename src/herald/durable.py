@@ -26,7 +26,9 @@ def fsync_directory(directory: str | Path) -> None:
 
 def make_durable_dirs(directory: Path) -> None:
     """``mkdir -p`` whose every new level survives a power cut: each directory
-    created is fsynced in its parent (existing levels cost nothing)."""
+    created is fsynced in its parent (existing levels cost nothing). A level whose
+    parent could not be fsynced (out of descriptors, EIO) is removed again before
+    the error is raised, so a retry does not take it for an already durable one."""
     missing = []
     level = directory
     while not level.exists():
@@ -34,4 +36,8 @@ def make_durable_dirs(directory: Path) -> None:
         level = level.parent
     for new in reversed(missing):
         new.mkdir(exist_ok=True)
-        fsync_directory(new.parent)
+        try:
+            fsync_directory(new.parent)
+        except OSError:
+            new.rmdir()  # still empty: nothing below it was created yet
+            raise
