@@ -23,7 +23,7 @@ from herald.auth import AuthKeys, Capability, Claims
 from herald.client import BrokerClient, ClientSecurity, RetryReader
 from herald.protocol.errors import HeraldError, Status
 from herald.protocol.labels import LabelSelector, rewrite_prefix_selector
-from herald.testing import BrokerProcess, journal_spec
+from herald.testing import BrokerProcess, journal_spec, journals_state
 
 KEY = base64.b64encode(b"k" * 32).decode()
 OLD_KEY = base64.b64encode(b"o" * 32).decode()
@@ -64,11 +64,8 @@ def secured(tmp_path_factory):
 
 
 def state(proc: BrokerProcess) -> dict:
-    """Every journal's spec revision and content: what a refused request must not change."""
-    with proc.client(headers=bearer(sign(Capability.LIST | Capability.READ))) as http:
-        listed = http.post("/v1/journals/list", json={}).json()["journals"]
-        return {j["spec"]["name"]: (j["mod_revision"], http.get(f"/{j['spec']['name']}").content)
-                for j in listed}
+    """What a refused request must not change."""
+    return journals_state(proc.url, bearer(sign(Capability.LIST | Capability.READ)))
 
 
 def requests_for(journal: str) -> dict[str, tuple[int, str, str, dict]]:

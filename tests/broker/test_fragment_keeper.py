@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from herald.broker import fragment_keeper
 from herald.broker.fragment_keeper import Completed, FragmentKeeper
+from herald.broker.tasks import TaskSet
 from herald.fragment.index import Index
 from herald.fragment.stores import Store, open_store
 from herald.protocol.fragment import CompressionCodec, Fragment
@@ -42,14 +43,13 @@ def test_drain_stops_waiting_on_a_failing_store_after_a_short_grace(tmp_path, mo
     fragment = Fragment(NAME, 0, 5, hashlib.sha1(b"seed\n").hexdigest(), CompressionCodec.NONE)
 
     async def stop_with_a_spool_queued() -> FragmentKeeper:
-        keeper = FragmentKeeper(KeptJournal([open_store("file:///", root)]))
-        persisting = asyncio.create_task(keeper.persist_loop())
-        keeper.hand_over(Completed(fragment, spool, tmp_path / "spool.commits"))
+        persisting = TaskSet("persisting")
+        keeper = FragmentKeeper(KeptJournal([open_store("file:///", root)]), TaskSet("refreshing"), persisting)
+        keeper.hand_over(Completed(fragment, spool, tmp_path / "spool.commits"))  # starts the persister
         await asyncio.wait_for(keeper.drain(), DEADLINE_S)
-        persisting.cancel()
-        await asyncio.gather(persisting, return_exceptions=True)
+        await persisting.stop()
         return keeper
 
     keeper = asyncio.run(stop_with_a_spool_queued())
-    assert keeper.store_failing.is_set()
+    assert keeper.store_failing is not None and keeper.store_failing.is_set()
     assert spool.read_bytes() == b"seed\n"  # kept on local disk, persisted after restart

@@ -16,7 +16,7 @@ import pytest
 
 from herald.client import BrokerClient
 from herald.protocol.labels import LabelSelector
-from herald.testing import journal_spec, seed_journal, wait_for_route
+from herald.testing import journal_spec, journals_state, seed_journal, wait_for_route
 
 NAME = "hostile/journal"
 
@@ -24,12 +24,6 @@ NAME = "hostile/journal"
 def apply_raw(url: str, spec: dict, expect: int = -1) -> httpx.Response:
     return httpx.post(f"{url}/v1/journals/apply", timeout=30,
                       json={"changes": [{"upsert": spec, "expect_mod_revision": expect}]})
-
-
-def journal_state(url: str) -> list[tuple[str, int]]:
-    """Every journal's name and revision: what a refused request must leave alone."""
-    doc = httpx.post(f"{url}/v1/journals/list", json={}, timeout=30).json()
-    return [(j["spec"]["name"], j["mod_revision"]) for j in doc["journals"]]
 
 
 @pytest.fixture
@@ -40,7 +34,7 @@ def served(broker):
 def assert_serving_after_restart(proc, before):
     """The broker survives a kill -9 and restart with the same journals and bytes."""
     proc.restart()
-    assert journal_state(proc.url) == before
+    assert journals_state(proc.url) == before
     with proc.client() as http:
         assert http.get(f"/{NAME}").content == b"seed\n"
         assert http.put(f"/{NAME}", content=b"ok\n").headers["X-Commit-Begin"] == "5"
@@ -57,7 +51,7 @@ def assert_serving_after_restart(proc, before):
     ("az://account/", "adlfs"),
 ])
 def test_a_store_that_cannot_open_is_refused_and_saves_nothing(served, store, needle):
-    before = journal_state(served.url)
+    before = journals_state(served.url)
     spec = journal_spec("hostile/other", stores=[store])
 
     resp = apply_raw(served.url, spec)
@@ -65,10 +59,10 @@ def test_a_store_that_cannot_open_is_refused_and_saves_nothing(served, store, ne
     assert resp.status_code == 400, resp.text
     assert resp.json()["field"] == "changes[0].upsert.fragment.stores[0]"
     assert needle in resp.json()["message"]
-    assert journal_state(served.url) == before
+    assert journals_state(served.url) == before
     # A later valid apply is unaffected (it used to answer 400 and commit anyway).
     assert apply_raw(served.url, journal_spec("hostile/later")).status_code == 200
-    assert_serving_after_restart(served, journal_state(served.url))
+    assert_serving_after_restart(served, journals_state(served.url))
 
 
 @pytest.mark.parametrize("path, value", [
@@ -81,7 +75,7 @@ def test_a_store_that_cannot_open_is_refused_and_saves_nothing(served, store, ne
     (("replication",), 2**64),
 ])
 def test_numbers_beyond_int64_are_a_400_naming_the_field(served, path, value):
-    before = journal_state(served.url)
+    before = journals_state(served.url)
     spec = journal_spec("hostile/huge")
     target = spec
     for key in path[:-1]:
@@ -92,7 +86,7 @@ def test_numbers_beyond_int64_are_a_400_naming_the_field(served, path, value):
 
     assert resp.status_code == 400, resp.text
     assert resp.json()["field"] == "changes[0].upsert." + ".".join(path)
-    assert journal_state(served.url) == before
+    assert journals_state(served.url) == before
     assert_serving_after_restart(served, before)
 
 

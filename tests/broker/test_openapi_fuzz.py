@@ -31,7 +31,7 @@ from schemathesis.specs.openapi.checks import (
 from herald.broker import control, gateway, openapi, replication
 from herald.broker.openapi import openapi_path
 from herald.protocol.journal import JournalSpec
-from herald.testing import BrokerProcess, journal_spec, seed_journal
+from herald.testing import BrokerProcess, journal_spec, journals_state, seed_journal
 
 MAX_EXAMPLES = 25
 SUCCESS_EXAMPLES = 10
@@ -78,15 +78,6 @@ def modes(doc: dict, method: str, path: str) -> list[GenerationMode]:
     return [GenerationMode.POSITIVE] + ([GenerationMode.NEGATIVE] if has_input else [])
 
 
-def journal_state(url: str) -> tuple:
-    """Every journal's name and revision, and the seeded journal's bytes and write head."""
-    with httpx.Client(base_url=url, timeout=30) as http:
-        listed = http.post("/v1/journals/list", json={}).json()["journals"]
-        read = http.get(f"/{NAME}")
-    return ([(j["spec"]["name"], j["mod_revision"]) for j in listed], read.content,
-            read.headers["X-Write-Head"])
-
-
 def bounded(case) -> None:
     """Keep requests that would stream until the client leaves from doing so: a list
     watch and a blocking read are covered by their own tests, not by the fuzz."""
@@ -98,7 +89,7 @@ def bounded(case) -> None:
 
 def send_and_check(served: BrokerProcess, case) -> int:
     bounded(case)
-    before = journal_state(served.url)
+    before = journals_state(served.url)
     response = case.call(base_url=served.url, timeout=30)
     REQUESTS[case.operation.label] += 1
     repro = f"{case.operation.label} -> {response.status_code}: {response.content[:300]!r}"
@@ -106,7 +97,7 @@ def send_and_check(served: BrokerProcess, case) -> int:
     assert b"Traceback" not in response.content, repro
     case.validate_response(response, checks=CHECKS)
     if 400 <= response.status_code < 500:
-        assert journal_state(served.url) == before, repro
+        assert journals_state(served.url) == before, repro
     return response.status_code
 
 

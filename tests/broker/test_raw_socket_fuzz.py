@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import socket
 
-import httpx
 import pytest
 
-from herald.testing import seed_journal
+from herald.testing import journals_state, seed_journal
 from tests.broker.raw_http import connect, exchange, parse, read_until_closed
 
 NAME = "raw/journal"
@@ -80,26 +79,19 @@ def served(tmp_path_factory):
     proc.kill()
 
 
-def journal_state(url: str) -> tuple:
-    with httpx.Client(base_url=url, timeout=30) as http:
-        listed = http.post("/v1/journals/list", json={}).json()["journals"]
-        read = http.get(f"/{NAME}")
-    return [(j["spec"]["name"], j["mod_revision"]) for j in listed], read.content, read.headers["X-Write-Head"]
-
-
 def assert_refused_harmlessly(served, response, before) -> None:
     if response is not None:  # closing without an answer is fine for bytes that are not HTTP
         assert 400 <= response.status < 500, (response.status, response.body[:300])
         assert b"Traceback" not in response.body
     assert served.proc.poll() is None, "the broker died"
-    assert journal_state(served.url) == before
+    assert journals_state(served.url) == before
     logged = "".join(served.stderr_lines)
     assert "Traceback" not in logged and " ERROR " not in logged, logged[-3000:]
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_malformed_requests_are_refused_and_change_nothing(served, case):
-    before = journal_state(served.url)
+    before = journals_state(served.url)
     assert_refused_harmlessly(served, exchange(served.url, CASES[case]), before)
 
 
@@ -110,7 +102,7 @@ def test_malformed_requests_are_refused_and_change_nothing(served, case):
     (b"Transfer-Encoding: chunked\r\n", b"", b"3\r\nabc\r\n"),  # no last chunk
 ])
 def test_a_truncated_put_body_appends_nothing(served, framing, declared, sent):
-    before = journal_state(served.url)
+    before = journals_state(served.url)
     with connect(served.url) as sock:
         sock.sendall(put(framing + declared) + sent)
         sock.shutdown(socket.SHUT_WR)  # the client's body ends here
@@ -119,25 +111,25 @@ def test_a_truncated_put_body_appends_nothing(served, framing, declared, sent):
     # The next append lands exactly at the old write head: nothing of the cut one remains.
     with served.client() as http:
         commit = http.put(f"/{NAME}", content=b"next\n")
-        assert commit.headers["X-Commit-Begin"] == before[2]
-        assert http.get(f"/{NAME}").content == before[1] + b"next\n"
+        assert commit.headers["X-Commit-Begin"] == before[NAME][2]
+        assert http.get(f"/{NAME}").content == before[NAME][1] + b"next\n"
 
 
 def test_a_client_gone_mid_body_appends_nothing(served):
-    before = journal_state(served.url)
+    before = journals_state(served.url)
     sock = connect(served.url)
     sock.sendall(put(b"Content-Length: 100000\r\n") + b"x" * 5000)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
     sock.close()  # SO_LINGER 0: a reset, as a crashed client would leave
     with served.client() as http:
-        assert http.put(f"/{NAME}", content=b"after\n").headers["X-Commit-Begin"] == before[2]
-        assert http.get(f"/{NAME}").content == before[1] + b"after\n"
+        assert http.put(f"/{NAME}", content=b"after\n").headers["X-Commit-Begin"] == before[NAME][2]
+        assert http.get(f"/{NAME}").content == before[NAME][1] + b"after\n"
     assert served.proc.poll() is None
 
 
 def test_pipelined_requests_after_a_bad_one_are_not_executed(served):
     """A smuggling shape: a bad request followed by a valid PUT on one connection."""
-    before = journal_state(served.url)
+    before = journals_state(served.url)
     smuggled = put(b"Content-Length: 6\r\n", b"evil!\n")
     response = exchange(served.url, put(b"Content-Length: 3\r\nTransfer-Encoding: chunked\r\n",
                                         b"0\r\n\r\n") + smuggled)

@@ -8,10 +8,17 @@ file system whose `PowerCut.cut` drops what was never fsynced). `make_journals` 
 `wait_persisted`, `wait_for_route`) has a deadline and fails loudly.
 """
 
-from herald.testing.broker import READY_PREFIX, BrokerProcess, apply_specs, journal_spec, seed_journal
+from herald.testing.broker import (
+    READY_PREFIX,
+    BrokerProcess,
+    apply_specs,
+    journal_spec,
+    journals_state,
+    seed_journal,
+)
 from herald.testing.messages import Producer, make_journals
 from herald.testing.powercut import CutReport, PowerCut
 from herald.testing.waiting import wait_for_route, wait_persisted, wait_until
 
 __all__ = ["READY_PREFIX", "BrokerProcess", "CutReport", "PowerCut", "Producer", "apply_specs", "journal_spec",
-           "make_journals", "seed_journal", "wait_for_route", "wait_persisted", "wait_until"]
+           "journals_state", "make_journals", "seed_journal", "wait_for_route", "wait_persisted", "wait_until"]

@@ -122,3 +122,16 @@ def seed_journal(proc: BrokerProcess, name: str, content: bytes = b"seed\n") -> 
         http.put(f"/{name}", content=content).raise_for_status()
     return proc
 
+
+
+def journals_state(url: str, headers: dict[str, str] | None = None) -> dict[str, tuple[int, bytes, str]]:
+    """Every journal's spec revision, content and write head: what a refused request
+    must leave exactly as it was (hostile-input and authorization tests compare it)."""
+    with httpx.Client(base_url=url, timeout=30, headers=headers) as http:
+        listed = http.post("/v1/journals/list", json={}).json()["journals"]
+        state = {}
+        for item in listed:
+            name = item["spec"]["name"]
+            read = http.get(f"/{name}")
+            state[name] = (item["mod_revision"], read.content, read.headers.get("X-Write-Head", ""))
+        return state
