@@ -30,7 +30,7 @@ from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
 from herald.broker.tasks import TaskSet
 from herald.fragment.fdpool import DescriptorsExhaustedError, is_out_of_descriptors, retry_out_of_descriptors
-from herald.fragment.health import health_of
+from herald.fragment.health import StoreHealth, health_of
 from herald.fragment.index import Index, Located
 from herald.fragment.spool import Spool, recover_spools, write_and_sync, write_and_sync_data
 from herald.fragment.stores import Store
@@ -96,6 +96,7 @@ class Journal(ReplicaSide):
         # peerset of one); a non-primary replica only takes replicated writes.
         self.is_primary = True
         self.pipeline: Pipeline | None = None
+        self._health: StoreHealth | None = None  # of stores[0]: see _first_store_health
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -195,13 +196,22 @@ class Journal(ReplicaSide):
                               f"this broker is not the primary of {self.spec.name}")
         if (union or subtract) and not content:
             raise ValidationError("content", "register modification requires a non-empty append")
-        if self.stores:
+        if self.stores and not (health := self._first_store_health()).is_healthy:
             # Spools must reach the first store; while it is down, refuse new bytes
             # after a bounded wait (FRAGMENT_STORE_UNHEALTHY, gazette-facts §4.6).
-            await health_of(self.stores[0]).require_healthy()
+            await health.require_healthy()
         pending = _Pending(content, check, union, subtract, asyncio.get_running_loop().create_future())
         self._queue.put_nowait(pending)
         return await asyncio.shield(pending.future)
+
+    def _first_store_health(self) -> StoreHealth:
+        """The first store's health checker, looked up once per store rather than per
+        append (the broker-wide lookup is a weak-keyed dict: measurable per request)."""
+        store = self.stores[0]
+        if self._health is None or self._health.store is not store:
+            self._health = health_of(store)
+        self._health.start()  # idempotent: restarts a checker whose task ended, as health_of does
+        return self._health
 
     async def _append_loop(self) -> None:
         while True:

@@ -79,6 +79,7 @@ class Spool:
         self.first_append_unix = first_append_unix
         self._delta = 0
         self._sha1 = hashlib.sha1()
+        self._committed_sum = EMPTY_SHA1  # the running SHA1 as of ``end``
         self.path = directory / f"{begin:016x}{SPOOL_SUFFIX}"
         self.commits_path = directory / f"{begin:016x}{COMMITS_SUFFIX}"
         # Files are created at the first write, descriptors opened through the pool
@@ -176,10 +177,10 @@ class Spool:
 
     def commit(self, registers: LabelSet, now_unix: float) -> None:
         """Commit pending bytes already made durable by ``sync_data`` (blocking)."""
-        line, first = self._record_line(registers, now_unix)
+        line, first, fragment_sum = self._record_line(registers, now_unix)
         with self.holding_descriptors():
             self._put_record(line)
-        self._advance(len(line), registers, first)
+        self._advance(len(line), registers, first, fragment_sum)
 
     def append_group(self, contents: Sequence[bytes], registers: LabelSet, now_unix: float) -> list[str]:
         """Write a group after the committed bytes, make it durable and commit it, in
@@ -198,14 +199,14 @@ class Spool:
             data_synced = _DATA_SYNCS.submit(os.fdatasync, self._fd)
             try:
                 sums = self._hash(contents)
-                line, first = self._record_line(registers, now_unix)
+                line, first, fragment_sum = self._record_line(registers, now_unix)
                 self._put_record(line)
                 data_synced.result()
             except BaseException:
                 wait_for_future([data_synced])  # the descriptor must stay pinned until it is done
                 self._erase_record(len(line))
                 raise
-        self._advance(len(line), registers, first)
+        self._advance(len(line), registers, first, fragment_sum)
         return sums
 
     def _hash(self, contents: Sequence[bytes]) -> list[str]:
@@ -217,10 +218,12 @@ class Spool:
             sums.append(hashlib.sha1(content).hexdigest())
         return sums
 
-    def _record_line(self, registers: LabelSet, now_unix: float) -> tuple[bytes, float | None]:
-        """The commit line of the pending bytes, and the first-append time it sets."""
+    def _record_line(self, registers: LabelSet, now_unix: float) -> tuple[bytes, float | None, str]:
+        """The commit line of the pending bytes, the first-append time it sets, and
+        the fragment's SHA1 once they commit."""
         first = now_unix if self.first_append_unix is None and self._delta else None
-        return encode_record(self.end + self._delta, registers, self._sha1.hexdigest(), first), first
+        fragment_sum = self._sha1.hexdigest()
+        return encode_record(self.end + self._delta, registers, fragment_sum, first), first, fragment_sum
 
     def _put_record(self, line: bytes) -> None:
         """Write and fdatasync one commit line at the end of the preallocated commits
@@ -245,8 +248,10 @@ class Spool:
             with contextlib.suppress(OSError):
                 os.pwrite(self._commits_fd, bytes(length), self._commits_pos)
 
-    def _advance(self, line_bytes: int, registers: LabelSet, first_append_unix: float | None) -> None:
+    def _advance(self, line_bytes: int, registers: LabelSet, first_append_unix: float | None,
+                 fragment_sum: str) -> None:
         """The pending bytes are committed: move the write head past them."""
+        self._committed_sum = fragment_sum
         self._commits_pos += line_bytes
         self.end += self._delta
         self.registers = registers
@@ -267,9 +272,8 @@ class Spool:
                         codec=self.codec)
 
     def _sha1_of_committed(self) -> str:
-        # The running SHA1 covers committed + pending bytes; ``fragment`` is called only
-        # between syncs (no pending delta) by the owner, so it is the committed digest.
-        return self._sha1.hexdigest()
+        # Kept at each commit (it is the commit record's sum): no digest per call.
+        return self._committed_sum
 
     def close(self) -> None:
         """Release the spool's descriptors for good (it is rolled or its journal
