@@ -28,11 +28,13 @@ from herald.broker.fragment_keeper import Completed, FragmentKeeper
 from herald.broker.metrics import METRICS
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
+from herald.broker.sync_rounds import commit_in_round
 from herald.broker.tasks import TaskSet
 from herald.fragment.fdpool import DescriptorsExhaustedError, is_out_of_descriptors, retry_out_of_descriptors
 from herald.fragment.health import StoreHealth, health_of
 from herald.fragment.index import Index, Located
-from herald.fragment.spool import Spool, recover_spools, write_and_sync, write_and_sync_data
+from herald.fragment.rounds import GroupWrite
+from herald.fragment.spool import Spool, recover_spools, write_and_sync_data
 from herald.fragment.stores import Store
 from herald.protocol.errors import HeraldError, RegisterMismatchError, Status, ValidationError
 from herald.protocol.fragment import Fragment
@@ -291,7 +293,8 @@ class Journal(ReplicaSide):
     async def _write_durably(self, spool: Spool, contents: list[bytes], registers: LabelSet) -> list[str]:
         """Write a group locally and, in a cluster, to every peer; commit when all have it.
 
-        Embedded: write + one fdatasync + commit record [I-APPEND-3]. With peers, the
+        Embedded: data and commit record synced together, in the broker-wide sync
+        round that covers every journal with a group ready [I-APPEND-3]. With peers, the
         local write+fdatasync and the peers' replication run concurrently; the local
         commit record is written only once every peer acknowledged the same fragment
         (same SHA1), so an append is acknowledged only when every replica has it.
@@ -299,7 +302,7 @@ class Journal(ReplicaSide):
         loop = asyncio.get_running_loop()
         now = time.time()
         if self.pipeline is None:
-            return await loop.run_in_executor(None, write_and_sync, spool, contents, registers, now)
+            return await commit_in_round(GroupWrite(spool, contents, registers, now))
         fragment_begin, begin = spool.begin, spool.end
         local = loop.run_in_executor(None, write_and_sync_data, spool, contents)
         remote = self.pipeline.replicate(fragment_begin, begin, b"".join(contents), registers)

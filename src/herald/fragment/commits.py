@@ -38,14 +38,14 @@ class CommitRecord:
     """One decoded line: the spool's committed end, registers, first append, SHA1."""
 
     end: int
-    registers: list
+    registers: list[dict[str, str]]
     first_append_unix: float | None
     sum: str | None
 
 
 def encode_record(end: int, registers: LabelSet, sha1_hex: str, first_append_unix: float | None) -> bytes:
     """The line that commits a spool's bytes up to ``end`` (newline included)."""
-    record: dict = {"end": end, "registers": registers.to_list(), "sum": sha1_hex}
+    record: dict[str, object] = {"end": end, "registers": registers.to_list(), "sum": sha1_hex}
     if first_append_unix is not None:
         record["first_append_unix"] = first_append_unix
     return orjson.dumps(record) + b"\n"
@@ -104,7 +104,7 @@ def last_verified_commit(data: BinaryIO, begin: int, records: list[CommitRecord]
     return best, best_sum
 
 
-def _hash_up_to(data: BinaryIO, hasher, pos: int, length: int) -> int:
+def _hash_up_to(data: BinaryIO, hasher: hashlib._Hash, pos: int, length: int) -> int:
     """Feed ``data`` from ``pos`` to ``length`` into ``hasher``; returns where it got
     to (short of ``length`` if the file ends first)."""
     while pos < length:

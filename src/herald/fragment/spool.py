@@ -25,14 +25,13 @@ import hashlib
 import logging
 import os
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import wait as wait_for_future
 from dataclasses import dataclass
 from pathlib import Path
 
 from herald.durable import fsync_directory, make_durable_dirs
 from herald.fragment.commits import encode_record, last_verified_commit, read_commit_records
 from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_descriptors
+from herald.fragment.rounds import GroupWrite
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
@@ -43,11 +42,6 @@ SPOOL_SUFFIX = ".spool"
 COMMITS_SUFFIX = ".commits"
 COMMITS_PREALLOC_BYTES = 1 << 20
 EMPTY_SHA1 = hashlib.sha1().hexdigest()
-IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
-# A group's data fdatasync runs here while the appending thread hashes the group and
-# writes and syncs its commit record: one sync round per group instead of two in a
-# row. Bounded by the default executor's threads that can wait on it.
-_DATA_SYNCS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="herald-data-sync")
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,29 +179,12 @@ class Spool:
     def append_group(self, contents: Sequence[bytes], registers: LabelSet, now_unix: float) -> list[str]:
         """Write a group after the committed bytes, make it durable and commit it, in
         one sync round; returns each body's SHA1 (blocking: run it in an executor).
-
-        The data's fdatasync runs in a helper thread while this one hashes the group
-        and writes and fdatasyncs the commit record, which carries the fragment's SHA1
-        so that a record reaching the disk without its data is ignored at recovery.
-        The group commits in memory only once both syncs returned [I-APPEND-3]; on
-        error nothing is committed, the record is erased, and the caller rolls back.
-        """
-        line = b""
+        The steps are `GroupWrite`'s; `herald.fragment.rounds` runs many at once."""
+        write = GroupWrite(self, contents, registers, now_unix)
         with self.holding_descriptors():
-            _pwrite_all(self._fd, contents, self.content_length + self._delta)
-            self._delta += sum(map(len, contents))
-            data_synced = _DATA_SYNCS.submit(os.fdatasync, self._fd)
-            try:
-                sums = self._hash(contents)
-                line, first, fragment_sum = self._record_line(registers, now_unix)
-                self._put_record(line)
-                data_synced.result()
-            except BaseException:
-                wait_for_future([data_synced])  # the descriptor must stay pinned until it is done
-                self._erase_record(len(line))
-                raise
-        self._advance(len(line), registers, first, fragment_sum)
-        return sums
+            write.step(write.write_data)
+            write.step(write.write_record)
+            return write.finish()
 
     def _hash(self, contents: Sequence[bytes]) -> list[str]:
         """Each body's SHA1 (the append's ``X-Commit-SHA1-Sum``) and the fragment's
@@ -225,7 +202,7 @@ class Spool:
         fragment_sum = self._sha1.hexdigest()
         return encode_record(self.end + self._delta, registers, fragment_sum, first), first, fragment_sum
 
-    def _put_record(self, line: bytes) -> None:
+    def _put_record(self, line: bytes, sync: bool = True) -> None:
         """Write and fdatasync one commit line at the end of the preallocated commits
         file (descriptors held by the caller); the position advances in `_advance`.
 
@@ -238,7 +215,8 @@ class Spool:
             self._commits_allocated += grow
             os.fsync(self._commits_fd)
         os.pwrite(self._commits_fd, line, self._commits_pos)
-        os.fdatasync(self._commits_fd)
+        if sync:
+            os.fdatasync(self._commits_fd)
 
     def _erase_record(self, length: int) -> None:
         """Zero a commit line whose group failed: the next line is written over it,
@@ -339,21 +317,6 @@ def _last_commit(path: Path, commits_path: Path, begin: int) -> tuple[int, Label
     committed = records[:best + 1]
     first = next((r.first_append_unix for r in reversed(committed) if r.first_append_unix is not None), None)
     return end, LabelSet.from_list(committed[-1].registers), first, digest
-
-
-def _pwrite_all(fd: int, buffers: Sequence[bytes], offset: int) -> None:
-    """Write ``buffers`` back to back at ``offset``, with as few syscalls as the
-    kernel allows (no join: a group may be 64 MiB). Finishes a short write."""
-    for i in range(0, len(buffers), IOV_MAX):
-        batch = buffers[i:i + IOV_MAX]
-        size = sum(map(len, batch))
-        done = os.pwritev(fd, batch, offset)
-        if done < size:  # rare (a signal, a nearly full disk): the rest one call at a time
-            rest = memoryview(b"".join(batch))[done:]
-            while rest:
-                n = os.pwrite(fd, rest, offset + size - len(rest))
-                rest = rest[n:]
-        offset += size
 
 
 def write_and_sync_data(spool: Spool, contents: list[bytes]) -> list[str]:
