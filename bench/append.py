@@ -31,13 +31,13 @@ from bench.references import (
     redis_reset,
 )
 from bench.runner import Config, Report, measure, measure_interleaved, remove_tree
-from bench.servers import apply, bench_spec, herald_broker, nats_server, redis_server
+from bench.servers import apply, bench_spec, herald_broker, nats_server, redis_server, with_sync_rates
 
 __all__ = ["CASES", "UNITS", "case_name", "run", "size_name"]
 
 CASES = [(1 << 10, 1), (1 << 10, 32), (1 << 20, 1), (1 << 20, 32)]
 UNITS = {"appends_per_s": "appends/s", "mb_per_s": "MB/s", "p50_ms": "ms", "p99_ms": "ms",
-         "errors": "errors"}
+         "errors": "errors", "fdatasyncs_per_s": "fdatasyncs/s", "sync_rounds_per_s": "rounds/s"}
 STREAM_MAX_BYTES = 4 << 30
 
 
@@ -86,7 +86,8 @@ def _case(report: Report, config: Config, size: int, writers: int, broker, nats,
     put, publish = http_put("/" + journal, body), nats_js_publish("bench.append", body)
     xadd = redis_xadd("bench:append", body, 100_000 if size < 1 << 20 else 64)
     systems = {
-        "herald": lambda: run_wrk(broker.url, ["/" + journal], body, writers, secs).metrics(size),
+        "herald": lambda: with_sync_rates(broker.url, lambda: run_wrk(
+            broker.url, ["/" + journal], body, writers, secs).metrics(size)),
         "herald (raw-socket client)": lambda: run_closed_loop(broker.port, put, writers, secs).metrics(size),
         "jetstream": lambda: run_closed_loop(nats.port, publish, writers, secs).metrics(size),
         "redis": lambda: run_closed_loop(redis.port, xadd, writers, secs).metrics(size),

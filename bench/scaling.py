@@ -12,7 +12,7 @@ from bench.append import UNITS, size_name
 from bench.loadgen import run_wrk
 from bench.references import ndjson_body
 from bench.runner import Config, Report, measure, remove_tree
-from bench.servers import apply, bench_spec, herald_broker
+from bench.servers import apply, bench_spec, herald_broker, with_sync_rates
 
 __all__ = ["JOURNAL_COUNTS", "PAYLOAD_SIZES", "run"]
 
@@ -33,7 +33,8 @@ def run(config: Config) -> Report:
                 names = [f"bench/scale-{count}-{i:02d}" for i in range(count)]
                 apply(broker.url, *(bench_spec(n) for n in names))
                 paths = ["/" + n for n in names]
-                samples = measure(config, lambda p=paths: run_wrk(broker.url, p, body, WRITERS, secs).metrics(1 << 10))
+                samples = measure(config, lambda p=paths: with_sync_rates(broker.url, lambda: run_wrk(
+                    broker.url, p, body, WRITERS, secs).metrics(1 << 10)))
                 report.add("herald", _journals(count), samples, UNITS)
             for size in PAYLOAD_SIZES:
                 journal = f"bench/scale-size-{size}"

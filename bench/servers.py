@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from herald.testing import BrokerProcess, apply_specs, journal_spec
 from herald.testing.etcd import EtcdProcess, free_port
 
 __all__ = ["Cluster", "NatsServer", "RedisServer", "apply", "bench_spec", "herald_broker", "herald_cluster",
-           "nats_server", "redis_server", "wait_until"]
+           "nats_server", "redis_server", "sync_counters", "wait_until", "with_sync_rates"]
 
 READY_DEADLINE_S = 30.0
 FRAGMENT_LENGTH_BYTES = 128 << 20
@@ -229,3 +229,28 @@ def redis_server(scratch: Path) -> Iterator[RedisServer]:
 
 def apply(url: str, *specs: dict) -> int:
     return apply_specs(url, *specs)
+
+
+# -- broker counters ----------------------------------------------------------------------------
+
+SYNC_COUNTERS = {"fdatasyncs_per_s": "herald_broker_fdatasyncs_total",
+                 "sync_rounds_per_s": "herald_broker_sync_rounds_total"}
+
+
+def sync_counters(url: str) -> dict[str, float]:
+    """The broker's fdatasync and sync-round counters, from its Prometheus metrics."""
+    text = httpx.get(f"{url}/debug/metrics", timeout=10).text
+    values = {}
+    for key, metric in SYNC_COUNTERS.items():
+        found = re.search(rf"^{metric} ([0-9.e+]+)$", text, re.M)
+        values[key] = float(found.group(1)) if found else 0.0
+    return values
+
+
+def with_sync_rates(url: str, run: Callable[[], dict[str, float]]) -> dict[str, float]:
+    """``run()``'s metrics plus the broker's fdatasyncs and sync rounds per second
+    during it (issue 14: show how many syncs a load costs)."""
+    before, started = sync_counters(url), time.monotonic()
+    metrics = run()
+    elapsed, after = time.monotonic() - started, sync_counters(url)
+    return {**metrics, **{key: (after[key] - before[key]) / elapsed for key in SYNC_COUNTERS}}

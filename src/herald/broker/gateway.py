@@ -8,7 +8,9 @@ Headers follow Gazette's gateway (``X-Write-Head``, ``X-Commit-Begin/End/SHA1-Su
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -46,7 +48,14 @@ store_trouble = StoreTroubleLog()
 def journal_name(request: web.Request) -> str:
     """The journal of a gateway request, from the raw path: the router normalises
     ``..`` away, and a name like that must be refused, not silently rewritten."""
-    name = unquote(request.raw_path.split("?", 1)[0][1:])
+    return _journal_of_path(request.raw_path.split("?", 1)[0])
+
+
+@functools.lru_cache(maxsize=4096)
+def _journal_of_path(raw_path: str) -> str:
+    """Decoding and validating a name is pure, and every append repeats it: cached
+    (errors are not cached, so a bad name costs its full check every time)."""
+    name = unquote(raw_path[1:])
     validate_journal_name(name, field="journal")
     return name
 
@@ -102,6 +111,8 @@ def bool_param(request: web.Request, key: str) -> bool:
 
 
 def reject_unknown_params(request: web.Request, allowed: set[str]) -> None:
+    if not request.query_string:  # most requests: no query to parse
+        return
     for key in request.query:
         if key not in allowed:
             raise ValidationError(key, "unknown query parameter")
@@ -110,7 +121,10 @@ def reject_unknown_params(request: web.Request, allowed: set[str]) -> None:
 # -- appends ------------------------------------------------------------------------------
 
 
-def register_headers(headers) -> tuple[LabelSelector | None, LabelSet | None, LabelSet | None]:
+RegisterHeaders = tuple[LabelSelector | None, LabelSet | None, LabelSet | None]
+
+
+def register_headers(headers) -> RegisterHeaders:
     """Parse the register headers of a PUT, naming the header on error."""
     def parse(name, parser):
         raw = headers.get(name)
@@ -136,6 +150,15 @@ async def read_body(request: web.Request, limit: int,
         raise HeraldError(Status.PAYLOAD_TOO_LARGE,
                           f"append of {request.content_length} bytes exceeds the limit of {limit}",
                           "body")
+    if request.content.is_eof():
+        # The whole body arrived with the headers (every small append): one read, no
+        # per-chunk iteration.
+        body = request.content.read_nowait()
+        if len(body) > limit:
+            raise HeraldError(Status.PAYLOAD_TOO_LARGE, f"append exceeds the limit of {limit} bytes", "body")
+        if pace is not None:
+            await pace(len(body))
+        return body
     parts, size = [], 0
     async for chunk in request.content.iter_any():
         size += len(chunk)
@@ -154,15 +177,20 @@ def writable(journal: Journal) -> Journal:
     return journal
 
 
-async def append_from_request(broker: Broker, request: web.Request, journal: Journal) -> AppendCommit:
-    """Validate everything, then read the body, then append: bad input writes nothing."""
+async def append_from_request(broker: Broker, request: web.Request, journal: Journal,
+                              registers: RegisterHeaders | None = None) -> AppendCommit:
+    """Validate everything, then read the body, then append: bad input writes nothing.
+    ``registers``: the request's register headers, if the caller parsed them already."""
     writable(journal)
-    check, union, subtract = register_headers(request.headers)
+    check, union, subtract = registers or register_headers(request.headers)
     deadline = request.get("body_deadline")
 
     async def pace(size: int) -> None:
+        wait_s = broker.append_rates.delay(journal.spec, size)
+        if not wait_s:  # no limit, or within it: no timer, no clock
+            return
         started = time.monotonic()
-        await broker.append_rates.admit(journal.spec, size)
+        await asyncio.sleep(wait_s)  # the limit itself: time is what is rationed
         if deadline is not None:  # our rate limit's wait is not the client being slow
             deadline.extend(time.monotonic() - started)
 
@@ -191,9 +219,9 @@ async def handle_put(request: web.Request) -> web.Response:
     broker: Broker = request.app["broker"]
     name = journal_name(request)
     reject_unknown_params(request, set())
-    register_headers(request.headers)  # bad headers are a 400 here, before any proxying
+    registers = register_headers(request.headers)  # bad headers are a 400 here, before any proxying
     journal = await serving_journal(request, name, need_primary=True)
-    result = await append_from_request(broker, request, journal)
+    result = await append_from_request(broker, request, journal, registers)
     return web.Response(status=204, headers=commit_headers(result))
 
 

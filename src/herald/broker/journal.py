@@ -35,11 +35,13 @@ from herald.broker.fragment_keeper import Completed, FragmentKeeper
 from herald.broker.metrics import METRICS
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
+from herald.broker.sync_rounds import commit_in_round
 from herald.broker.tasks import TaskSet
 from herald.fragment.fdpool import DescriptorsExhaustedError, is_out_of_descriptors, retry_out_of_descriptors
-from herald.fragment.health import health_of
+from herald.fragment.health import StoreHealth, health_of
 from herald.fragment.index import Index, Located
-from herald.fragment.spool import RecoveredSpool, Spool, recover_spools, write_and_sync, write_and_sync_data
+from herald.fragment.rounds import GroupWrite
+from herald.fragment.spool import RecoveredSpool, Spool, recover_spools, write_and_sync_data
 from herald.fragment.stores import Store
 from herald.protocol.errors import HeraldError, RegisterMismatchError, Status, ValidationError
 from herald.protocol.fragment import Fragment
@@ -106,6 +108,7 @@ class Journal(ReplicaSide):
         # peerset of one); a non-primary replica only takes replicated writes.
         self.is_primary = True
         self.pipeline: Pipeline | None = None
+        self._health: StoreHealth | None = None  # of stores[0]: see _first_store_health
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -229,13 +232,22 @@ class Journal(ReplicaSide):
                               f"this broker is not the primary of {self.spec.name}")
         if (union or subtract) and not content:
             raise ValidationError("content", "register modification requires a non-empty append")
-        if self.stores:
+        if self.stores and not (health := self._first_store_health()).is_healthy:
             # Spools must reach the first store; while it is down, refuse new bytes
             # after a bounded wait (FRAGMENT_STORE_UNHEALTHY, gazette-facts §4.6).
-            await health_of(self.stores[0]).require_healthy()
+            await health.require_healthy()
         pending = _Pending(content, check, union, subtract, asyncio.get_running_loop().create_future())
         self._enqueue(pending)
         return await asyncio.shield(pending.future)
+
+    def _first_store_health(self) -> StoreHealth:
+        """The first store's health checker, looked up once per store rather than per
+        append (the broker-wide lookup is a weak-keyed dict: measurable per request)."""
+        store = self.stores[0]
+        if self._health is None or self._health.store is not store:
+            self._health = health_of(store)
+        self._health.start()  # idempotent: restarts a checker whose task ended, as health_of does
+        return self._health
 
     def _enqueue(self, item: _Pending | None) -> None:
         """Queue an append (None: a poke) for the append task, started on first use."""
@@ -322,7 +334,8 @@ class Journal(ReplicaSide):
     async def _write_durably(self, spool: Spool, contents: list[bytes], registers: LabelSet) -> list[str]:
         """Write a group locally and, in a cluster, to every peer; commit when all have it.
 
-        Embedded: write + one fdatasync + commit record [I-APPEND-3]. With peers, the
+        Embedded: data and commit record synced together, in the broker-wide sync
+        round that covers every journal with a group ready [I-APPEND-3]. With peers, the
         local write+fdatasync and the peers' replication run concurrently; the local
         commit record is written only once every peer acknowledged the same fragment
         (same SHA1), so an append is acknowledged only when every replica has it.
@@ -330,7 +343,7 @@ class Journal(ReplicaSide):
         loop = asyncio.get_running_loop()
         now = time.time()
         if self.pipeline is None:
-            return await loop.run_in_executor(None, write_and_sync, spool, contents, registers, now)
+            return await commit_in_round(GroupWrite(spool, contents, registers, now))
         fragment_begin, begin = spool.begin, spool.end
         local = loop.run_in_executor(None, write_and_sync_data, spool, contents)
         remote = self.pipeline.replicate(fragment_begin, begin, b"".join(contents), registers)

@@ -12,6 +12,8 @@ class _Metrics:
     appended_bytes: Counter
     append_groups: Counter
     append_requests: Histogram
+    sync_rounds: Counter
+    fdatasyncs: Counter
     persisted_fragments: Counter
     read_bytes: Counter
     write_head: Gauge
@@ -22,6 +24,8 @@ METRICS = _Metrics(
     append_groups=Counter("herald_broker_append_groups", "Group commits (one fsync each)", ["journal"]),
     append_requests=Histogram("herald_broker_append_seconds", "Append latency, request to ack",
                               buckets=(.0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5)),
+    sync_rounds=Counter("herald_broker_sync_rounds", "Broker-wide sync rounds (group commits of all journals)"),
+    fdatasyncs=Counter("herald_broker_fdatasyncs", "fdatasyncs issued by group commits (data + commit line)"),
     persisted_fragments=Counter("herald_broker_persisted_fragments", "Fragments persisted", ["journal"]),
     read_bytes=Counter("herald_broker_read_bytes", "Bytes streamed to readers", ["journal"]),
     write_head=Gauge("herald_broker_write_head_bytes", "Journal write head", ["journal"]),

@@ -2,11 +2,13 @@
 
 A spool is two files under the broker's data dir: ``<begin:016x>.spool`` holds the
 fragment's uncompressed bytes, and ``<begin:016x>.commits`` holds one JSON line per
-group commit (``{"end": N, "registers": [...]}``). The commit line is written only
-after the data is fdatasync'd, and an append is acknowledged only after the commit
-line is fdatasync'd too, so after a ``kill -9`` the last complete commit line says
-exactly which bytes were acknowledged [I-APPEND-3] [I-FRAG-2]; anything past it is
-an append that never committed and is truncated away [I-APPEND-2].
+group commit (``{"end": N, "registers": [...], "sum": SHA1}``, see
+`herald.fragment.commits`). A group's data and its commit line are fdatasync'd in
+one round (concurrently), and an append is acknowledged only after both syncs
+returned [I-APPEND-3]; after a ``kill -9`` or a power cut, the last commit line
+whose SHA1 matches the spool's bytes says exactly which bytes were acknowledged
+[I-FRAG-2]; anything past it is an append that never committed and is truncated
+away [I-APPEND-2].
 
 The spool is not thread-safe: one writer (the journal's append task) owns it. Its
 blocking methods (``sync``) are meant to run in an executor. Its files are created
@@ -22,14 +24,14 @@ import contextlib
 import hashlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
 from herald.durable import fsync_directory, make_durable_dirs
+from herald.fragment.commits import encode_record, last_verified_commit, read_commit_records
 from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_descriptors
+from herald.fragment.rounds import GroupWrite
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
@@ -43,6 +45,7 @@ COMMITS_SUFFIX = ".commits"
 # journals, issue 19 §1), while a busy one soon grows a megabyte at a time.
 COMMITS_FIRST_PREALLOC_BYTES = 4 << 10
 COMMITS_PREALLOC_BYTES = 1 << 20
+EMPTY_SHA1 = hashlib.sha1().hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,7 @@ class Spool:
         self.first_append_unix = first_append_unix
         self._delta = 0
         self._sha1 = hashlib.sha1()
+        self._committed_sum = EMPTY_SHA1  # the running SHA1 as of ``end``
         self.path = directory / f"{begin:016x}{SPOOL_SUFFIX}"
         self.commits_path = directory / f"{begin:016x}{COMMITS_SUFFIX}"
         # Files are created at the first write, descriptors opened through the pool
@@ -87,7 +91,10 @@ class Spool:
         if len(registers):
             # Registers outlive the fragment that last changed them: record them in the
             # new spool at once, so a crash before its first append still recovers them.
-            self._write_commit_record({"end": begin, "registers": registers.to_list()})
+            line = encode_record(begin, registers, EMPTY_SHA1, None)
+            with self.holding_descriptors():
+                self._put_record(line)
+            self._commits_pos += len(line)
 
     # -- descriptors (see herald.fragment.fdpool) -------------------------------------
 
@@ -168,34 +175,72 @@ class Spool:
 
     def commit(self, registers: LabelSet, now_unix: float) -> None:
         """Commit pending bytes already made durable by ``sync_data`` (blocking)."""
-        new_end = self.end + self._delta
-        record = {"end": new_end, "registers": registers.to_list()}
-        if self.first_append_unix is None and self._delta:
-            record["first_append_unix"] = now_unix
-        self._write_commit_record(record)
-        if "first_append_unix" in record:
-            self.first_append_unix = now_unix
-        self.end = new_end
-        self.registers = registers
-        self._delta = 0
+        line, first, fragment_sum = self._record_line(registers, now_unix)
+        with self.holding_descriptors():
+            self._put_record(line)
+        self._advance(len(line), registers, first, fragment_sum)
 
-    def _write_commit_record(self, record: dict) -> None:
-        """Write and fdatasync one commit line into the preallocated commits file.
+    def append_group(self, contents: Sequence[bytes], registers: LabelSet, now_unix: float) -> list[str]:
+        """Write a group after the committed bytes, make it durable and commit it, in
+        one sync round; returns each body's SHA1 (blocking: run it in an executor).
+        The steps are `GroupWrite`'s; `herald.fragment.rounds` runs many at once."""
+        write = GroupWrite(self, contents, registers, now_unix)
+        with self.holding_descriptors():
+            write.step(write.write_data)
+            write.step(write.write_record)
+            return write.finish()
+
+    def _hash(self, contents: Sequence[bytes]) -> list[str]:
+        """Each body's SHA1 (the append's ``X-Commit-SHA1-Sum``) and the fragment's
+        running SHA1 (its name and the commit record's ``sum``)."""
+        sums = []
+        for content in contents:
+            self._sha1.update(content)
+            sums.append(hashlib.sha1(content).hexdigest())
+        return sums
+
+    def _record_line(self, registers: LabelSet, now_unix: float) -> tuple[bytes, float | None, str]:
+        """The commit line of the pending bytes, the first-append time it sets, and
+        the fragment's SHA1 once they commit."""
+        first = now_unix if self.first_append_unix is None and self._delta else None
+        fragment_sum = self._sha1.hexdigest()
+        return encode_record(self.end + self._delta, registers, fragment_sum, first), first, fragment_sum
+
+    def _put_record(self, line: bytes, sync: bool = True) -> None:
+        """Write and fdatasync one commit line at the end of the preallocated commits
+        file (descriptors held by the caller); the position advances in `_advance`.
 
         The file is preallocated so that fdatasync need not journal a size change:
-        measured here, that halves the cost of the second sync of each group commit.
+        measured here, that halves the cost of syncing each commit record.
         """
-        line = orjson.dumps(record) + b"\n"
-        with self.holding_descriptors():
-            if self._commits_pos + len(line) > self._commits_allocated:
-                step = min(max(self._commits_allocated, COMMITS_FIRST_PREALLOC_BYTES), COMMITS_PREALLOC_BYTES)
-                grow = max(step, len(line))
-                os.posix_fallocate(self._commits_fd, self._commits_allocated, grow)
-                self._commits_allocated += grow
-                os.fsync(self._commits_fd)
-            _pwrite_all(self._commits_fd, line, self._commits_pos)
+        if self._commits_pos + len(line) > self._commits_allocated:
+            step = min(max(self._commits_allocated, COMMITS_FIRST_PREALLOC_BYTES), COMMITS_PREALLOC_BYTES)
+            grow = max(step, len(line))
+            os.posix_fallocate(self._commits_fd, self._commits_allocated, grow)
+            self._commits_allocated += grow
+            os.fsync(self._commits_fd)
+        _pwrite_all(self._commits_fd, line, self._commits_pos)
+        if sync:
             os.fdatasync(self._commits_fd)
-        self._commits_pos += len(line)
+
+    def _erase_record(self, length: int) -> None:
+        """Zero a commit line whose group failed: the next line is written over it,
+        and a restart must not find it (its data may reach the disk later from the
+        page cache) [I-APPEND-2]. Best effort: a disk that fails this fails the spool."""
+        if length:
+            with contextlib.suppress(OSError):
+                os.pwrite(self._commits_fd, bytes(length), self._commits_pos)
+
+    def _advance(self, line_bytes: int, registers: LabelSet, first_append_unix: float | None,
+                 fragment_sum: str) -> None:
+        """The pending bytes are committed: move the write head past them."""
+        self._committed_sum = fragment_sum
+        self._commits_pos += line_bytes
+        self.end += self._delta
+        self.registers = registers
+        self._delta = 0
+        if first_append_unix is not None:
+            self.first_append_unix = first_append_unix
 
     # -- views ----------------------------------------------------------------------
 
@@ -210,9 +255,8 @@ class Spool:
                         codec=self.codec)
 
     def _sha1_of_committed(self) -> str:
-        # The running SHA1 covers committed + pending bytes; ``fragment`` is called only
-        # between syncs (no pending delta) by the owner, so it is the committed digest.
-        return self._sha1.hexdigest()
+        # Kept at each commit (it is the commit record's sum): no digest per call.
+        return self._committed_sum
 
     def close(self) -> None:
         """Release the spool's descriptors for good (it is rolled or its journal
@@ -260,51 +304,34 @@ def recover_spools(directory: Path, journal: str,
     for path in sorted(directory.glob(f"*{SPOOL_SUFFIX}")):
         begin = int(path.stem, 16)
         commits_path = path.with_suffix(COMMITS_SUFFIX)
-        end, registers, first = _last_commit(commits_path, begin)
+        end, registers, first, digest = _last_commit(path, commits_path, begin)
         latest_registers = registers
         if end == begin:
             path.unlink(missing_ok=True)
             commits_path.unlink(missing_ok=True)
             continue
-        with open(path, "r+b") as f:
-            f.truncate(end - begin)
-            digest = hashlib.file_digest(f, "sha1").hexdigest()
         fragment = Fragment(journal=journal, begin=begin, end=end, sum=digest, codec=codec)
         found.append(RecoveredSpool(fragment, path, commits_path, registers, first))
         log.info("recovered spool journal=%s begin=%d end=%d", journal, begin, end)
     return found, latest_registers
 
 
-def _last_commit(commits_path: Path, begin: int) -> tuple[int, LabelSet, float | None]:
-    end, registers, first = begin, LabelSet(), None
+def _last_commit(path: Path, commits_path: Path, begin: int) -> tuple[int, LabelSet, float | None, str]:
+    """The spool's last verified commit: ``(end, registers, first append, SHA1)``,
+    with the spool file truncated to ``end``."""
     try:
-        data = _written_commit_lines(commits_path)
+        records = read_commit_records(commits_path)
     except FileNotFoundError:
-        return end, registers, first
-    for line in data.split(b"\n"):
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue  # a torn last line: that commit never completed.
-        end = record["end"]
-        registers = LabelSet.from_list(record.get("registers", []))
-        first = record.get("first_append_unix", first)
-    return end, registers, first
-
-
-def _written_commit_lines(commits_path: Path, block_bytes: int = 64 << 10) -> bytes:
-    """The commits file up to its preallocated zeros (JSON lines hold no NUL): read a
-    block at a time, so a restart reads a few hundred bytes per spool, not the whole
-    1 MiB preallocation (1 GB for 1,000 journals)."""
-    blocks = []
-    with open(commits_path, "rb") as f:
-        while block := f.read(block_bytes):
-            nul = block.find(b"\0")
-            if nul >= 0:
-                blocks.append(block[:nul])
-                break
-            blocks.append(block)
-    return b"".join(blocks)
+        records = []
+    with open(path, "r+b") as f:
+        best, digest = last_verified_commit(f, begin, records)
+        end = records[best].end if best >= 0 else begin
+        f.truncate(end - begin)
+    if best < 0:
+        return begin, LabelSet(), None, digest
+    committed = records[:best + 1]
+    first = next((r.first_append_unix for r in reversed(committed) if r.first_append_unix is not None), None)
+    return end, LabelSet.from_list(committed[-1].registers), first, digest
 
 
 def write_and_sync_data(spool: Spool, contents: list[bytes]) -> list[str]:
@@ -320,8 +347,6 @@ def write_and_sync_data(spool: Spool, contents: list[bytes]) -> list[str]:
 
 def write_and_sync(spool: Spool, contents: list[bytes], registers: LabelSet,
                     now_unix: float) -> list[str]:
-    """Write a group's bodies, fdatasync once, commit; per-body SHA1s (blocking: run it in an executor)."""
-    with spool.holding_descriptors():
-        sums = write_and_sync_data(spool, contents)
-        spool.commit(registers, now_unix)
-    return sums
+    """Write a group's bodies, make them durable and commit them in one sync round
+    (`Spool.append_group`); per-body SHA1s (blocking: run it in an executor)."""
+    return spool.append_group(contents, registers, now_unix)

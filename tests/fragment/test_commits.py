@@ -1,0 +1,102 @@
+"""Self-verifying commit records: data and record are synced in one round, so after a
+power cut a record may be on disk without its data; recovery must then cut that group
+away, never expose it [I-APPEND-2] [I-FRAG-2]."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+
+import orjson
+
+from herald.fragment.commits import CommitRecord, last_verified_commit, read_commit_records
+from herald.fragment.fdpool import DescriptorPool
+from herald.fragment.spool import Spool, recover_spools, write_and_sync
+from herald.protocol.journal import CompressionCodec
+from herald.protocol.labels import LabelSet
+
+REGS = LabelSet.from_list([{"name": "owner", "value": "a"}])
+
+
+def _spool_with_groups(tmp_path, *groups: list[bytes]) -> Spool:
+    spool = Spool(tmp_path / "j", "j", 0, CompressionCodec.NONE, LabelSet(), pool=DescriptorPool(budget_fds=8))
+    for i, group in enumerate(groups):
+        write_and_sync(spool, group, REGS if i else LabelSet(), 1000.0 + i)
+    spool.close()
+    return spool
+
+
+def _recover(spool: Spool):
+    found, registers = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+    return found, registers
+
+
+def test_group_commit_records_the_fragment_sha1_and_recovers_it(tmp_path):
+    spool = _spool_with_groups(tmp_path, [b"a\n", b"bb\n"], [b"ccc\n"])
+    records = read_commit_records(spool.commits_path)
+    assert [r.end for r in records] == [5, 9]
+    assert records[-1].sum == hashlib.sha1(b"a\nbb\nccc\n").hexdigest()
+    (found,), registers = _recover(spool)
+    assert found.fragment.end == 9 and found.fragment.sum == records[-1].sum
+    assert registers == REGS and found.first_append_unix == 1000.0
+
+
+def test_record_on_disk_without_its_data_is_cut_away(tmp_path):
+    """A power cut after the record's sync but before the data's: the data file holds
+    other bytes (here zeros) where the group should be."""
+    spool = _spool_with_groups(tmp_path, [b"first\n"], [b"second\n"])
+    with open(spool.path, "r+b") as f:
+        f.seek(len(b"first\n"))
+        f.write(bytes(len(b"second\n")))
+    (found,), registers = _recover(spool)
+    assert (found.fragment.begin, found.fragment.end) == (0, 6)
+    assert spool.path.read_bytes() == b"first\n"
+    assert registers == LabelSet()  # the registers as of the last verified commit
+
+
+def test_record_past_a_short_data_file_is_cut_away(tmp_path):
+    spool = _spool_with_groups(tmp_path, [b"first\n"], [b"second\n"])
+    with open(spool.path, "r+b") as f:
+        f.truncate(8)  # the file's new size reached the disk, not all of its bytes
+    (found,), _registers = _recover(spool)
+    assert found.fragment.end == 6 and spool.path.read_bytes() == b"first\n"
+
+
+def test_no_verified_record_leaves_an_empty_spool_that_is_removed(tmp_path):
+    spool = _spool_with_groups(tmp_path, [b"only\n"])
+    spool.path.write_bytes(b"ONLY\n")
+    found, _registers = _recover(spool)
+    assert found == [] and not spool.path.exists()
+
+
+def test_torn_last_line_is_ignored(tmp_path):
+    spool = _spool_with_groups(tmp_path, [b"kept\n"], [b"lost\n"])
+    raw = spool.commits_path.read_bytes()
+    first_line_end = raw.index(b"\n") + 1
+    torn = raw[:first_line_end] + raw[first_line_end:raw.index(b"\n", first_line_end) - 5]
+    spool.commits_path.write_bytes(torn)
+    (found,), _registers = _recover(spool)
+    assert found.fragment.end == 5
+
+
+def test_lines_without_a_sum_are_trusted_as_before(tmp_path):
+    """Spools written before records carried sums synced data first: still recovered."""
+    directory = tmp_path / "legacy"
+    directory.mkdir()
+    (directory / f"{0:016x}.spool").write_bytes(b"old bytes\nuncommitted")
+    (directory / f"{0:016x}.commits").write_bytes(
+        orjson.dumps({"end": 10, "registers": [], "first_append_unix": 5.0}) + b"\n" + bytes(100))
+    (found,), _registers = recover_spools(directory, "legacy", CompressionCodec.NONE)
+    assert found.fragment.end == 10 and found.first_append_unix == 5.0
+    assert found.fragment.sum == hashlib.sha1(b"old bytes\n").hexdigest()
+
+
+def test_a_stale_record_beyond_a_later_one_restarts_the_hash():
+    """A group that failed in-process left a record (end 8) that a later, shorter
+    group (end 6) followed: the stale one never verifies, the later one does."""
+    data = b"abc\nde"
+    def rec(end: int, content: bytes) -> CommitRecord:
+        return CommitRecord(end, [], None, hashlib.sha1(content).hexdigest())
+    records = [rec(4, b"abc\n"), rec(8, b"abc\nXXXX"), rec(6, data)]
+    best, digest = last_verified_commit(io.BytesIO(data), 0, records)
+    assert best == 2 and digest == hashlib.sha1(data).hexdigest()
