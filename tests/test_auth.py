@@ -13,7 +13,6 @@ from herald.protocol.errors import HeraldError, Status, ValidationError
 
 SECRET = b"s" * 64  # long enough for HS512 too: PyJWT warns of nothing
 KEYS = AuthKeys.parse(base64.b64encode(SECRET).decode())
-NOW = time.time()
 
 
 def encode(doc: dict, algorithm: str = "HS256", key: bytes | None = SECRET) -> str:
@@ -29,13 +28,13 @@ def refused(token: str) -> HeraldError:
 
 def test_hs256_and_hs384_tokens_verify():
     for algorithm in ("HS256", "HS384"):
-        claims = KEYS.verify(encode({"cap": Capability.READ, "exp": NOW + 60}, algorithm))
+        claims = KEYS.verify(encode({"cap": Capability.READ, "exp": time.time() + 60}, algorithm))
         assert claims.allows(Capability.READ) and not claims.allows(Capability.APPEND)
 
 
 @pytest.mark.parametrize("algorithm", ["HS512", "none"])
 def test_other_algorithms_are_refused(algorithm):
-    token = encode({"cap": Capability.READ, "exp": NOW + 60}, algorithm, None if algorithm == "none" else SECRET)
+    token = encode({"cap": Capability.READ, "exp": time.time() + 60}, algorithm, None if algorithm == "none" else SECRET)
     assert "invalid token" in refused(token).message
 
 
@@ -51,20 +50,20 @@ def test_expiry_has_a_few_seconds_of_leeway():
 def test_application_capability_bits_parse_sign_and_verify():
     app_bits = (1 << 16) | (1 << 31)
     assert parse_capabilities(f"READ, {1 << 16} {1 << 31}") == Capability.READ | app_bits
-    token = KEYS.sign(Claims(Capability.READ | app_bits, expires_at=NOW + 60))
+    token = KEYS.sign(Claims(Capability.READ | app_bits, expires_at=time.time() + 60))
     claims = KEYS.verify(token)
     assert claims.allows(1 << 16) and claims.allows(1 << 31) and not claims.allows(1 << 17)
     for bad in (str(1 << 32), "0", "READ,WRITE", ""):
         with pytest.raises(ValidationError):
             parse_capabilities(bad)
-    assert "cap" in refused(encode({"cap": 1 << 32, "exp": NOW + 60})).message
+    assert "cap" in refused(encode({"cap": 1 << 32, "exp": time.time() + 60})).message
 
 
 @pytest.mark.filterwarnings("ignore::jwt.warnings.InsecureKeyLengthWarning")  # AA== is one byte
 def test_without_anonymous_drops_the_published_key():
     mixed = AuthKeys.parse(f"AA== {base64.b64encode(SECRET).decode()}")
     assert mixed.allows_anonymous
-    zero_signed = AuthKeys([b"\0"], allows_anonymous=True).sign(Claims(Capability.REPLICATE, expires_at=NOW + 60))
+    zero_signed = AuthKeys([b"\0"], allows_anonymous=True).sign(Claims(Capability.REPLICATE, expires_at=time.time() + 60))
     assert mixed.verify(zero_signed).allows(Capability.REPLICATE)  # clients: anyone may, under AA==
     peers = mixed.without_anonymous()
     assert peers is not None and not peers.allows_anonymous
