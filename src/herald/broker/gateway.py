@@ -21,7 +21,8 @@ from aiohttp import web
 from herald.auth import Capability
 from herald.broker.authz import authorize_journal
 from herald.broker.endpoints import Endpoint, Param, add_endpoints
-from herald.broker.journal import AppendCommit, Journal
+from herald.broker.group import AppendCommit
+from herald.broker.journal import Journal
 from herald.broker.metrics import METRICS
 from herald.broker.proxy import Forwarded, forward, is_proxied, route_revision
 from herald.broker.read import StoreTroubleLog, stream

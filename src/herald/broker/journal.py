@@ -21,58 +21,42 @@ thousands of journals, most of them idle (issue 19 §1).
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
 from herald.broker.fragment_keeper import Completed, FragmentKeeper
+from herald.broker.group import (
+    MAX_GROUP_BYTES,
+    AppendCommit,
+    Pending,
+    as_herald_error,
+    check_registers,
+    fail_group,
+)
 from herald.broker.metrics import METRICS
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
 from herald.broker.sync_rounds import commit_in_round
 from herald.broker.tasks import TaskSet
-from herald.fragment.fdpool import DescriptorsExhaustedError, is_out_of_descriptors, retry_out_of_descriptors
+from herald.fragment.fdpool import retry_out_of_descriptors
 from herald.fragment.health import StoreHealth, health_of
 from herald.fragment.index import Index, Located
 from herald.fragment.rounds import GroupWrite
 from herald.fragment.spool import RecoveredSpool, Spool, recover_spools, write_and_sync_data
 from herald.fragment.stores import Store
-from herald.protocol.errors import HeraldError, RegisterMismatchError, Status, ValidationError
+from herald.protocol.errors import HeraldError, Status, ValidationError
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import JournalSpec
 from herald.protocol.labels import LabelSelector, LabelSet
 
 log = logging.getLogger(__name__)
 
-MAX_GROUP_BYTES = 64 << 20
 SYNC_RETRY_S = 0.25
-
-
-@dataclass(frozen=True, slots=True)
-class AppendCommit:
-    """What an acknowledged append learns: where its bytes landed and the registers."""
-
-    begin: int
-    end: int
-    sha1_hex: str
-    registers: LabelSet
-    write_head: int
-    fragment: Fragment
-
-
-@dataclass(slots=True)
-class _Pending:
-    content: bytes
-    check: LabelSelector | None
-    union: LabelSet | None
-    subtract: LabelSet | None
-    future: asyncio.Future = field(default=None)  # type: ignore[assignment]
 
 
 class Journal(ReplicaSide):
@@ -93,7 +77,7 @@ class Journal(ReplicaSide):
         self.index = Index()
         self._spool: Spool | None = None
         # Created with the append task, at the first append or poke (see _enqueue).
-        self._queue: asyncio.Queue[_Pending | None] | None = None
+        self._queue: asyncio.Queue[Pending | None] | None = None
         self._commit_event: asyncio.Event | None = None  # created by the first waiting reader
         # Loops that stop before the final drain, and the persister that drains.
         self._serving = TaskSet(f"serving:{spec.name}")
@@ -236,7 +220,7 @@ class Journal(ReplicaSide):
             # Spools must reach the first store; while it is down, refuse new bytes
             # after a bounded wait (FRAGMENT_STORE_UNHEALTHY, gazette-facts §4.6).
             await health.require_healthy()
-        pending = _Pending(content, check, union, subtract, asyncio.get_running_loop().create_future())
+        pending = Pending(content, check, union, subtract, asyncio.get_running_loop().create_future())
         self._enqueue(pending)
         return await asyncio.shield(pending.future)
 
@@ -249,14 +233,14 @@ class Journal(ReplicaSide):
         self._health.start()  # idempotent: restarts a checker whose task ended, as health_of does
         return self._health
 
-    def _enqueue(self, item: _Pending | None) -> None:
+    def _enqueue(self, item: Pending | None) -> None:
         """Queue an append (None: a poke) for the append task, started on first use."""
         if self._queue is None:
             self._queue = asyncio.Queue()
             self._serving.start_soon(self._append_loop(self._queue), "append")
         self._queue.put_nowait(item)
 
-    async def _append_loop(self, queue: asyncio.Queue[_Pending | None]) -> None:
+    async def _append_loop(self, queue: asyncio.Queue[Pending | None]) -> None:
         while True:
             first = await queue.get()
             group = [first] if first is not None else []
@@ -275,7 +259,7 @@ class Journal(ReplicaSide):
                 for _ in range(len(group) + (first is None)):
                     queue.task_done()
 
-    async def _run_group(self, group: list[_Pending]) -> None:
+    async def _run_group(self, group: list[Pending]) -> None:
         if self.is_primary and not self._lease_ok():
             self.demote()
             log.warning("journal=%s: the broker's lease may have expired; appends refused", self.spec.name)
@@ -287,7 +271,7 @@ class Journal(ReplicaSide):
         try:
             self._maybe_roll(time.time())
         except (OSError, HeraldError) as err:  # no descriptors or disk for the next spool
-            _fail_group(group, _as_herald_error(err))
+            fail_group(group, as_herald_error(err))
             return
         if self.pipeline is not None and not self.pipeline.synced:
             pipeline, loop = self.pipeline, asyncio.get_running_loop()
@@ -306,10 +290,10 @@ class Journal(ReplicaSide):
         if group:
             await self._commit_group(group)
 
-    async def _commit_group(self, group: list[_Pending]) -> None:
+    async def _commit_group(self, group: list[Pending]) -> None:
         spool = self._spool
         assert spool is not None
-        accepted, contents, registers = _check_registers(group, spool.registers)
+        accepted, contents, registers = check_registers(group, spool.registers)
         if not accepted:
             return
         mark = spool.mark()
@@ -319,7 +303,7 @@ class Journal(ReplicaSide):
         except (OSError, HeraldError) as err:
             spool.rollback(mark)
             log.error("journal=%s append failed, group rolled back: %s", self.spec.name, err)
-            _fail_group([pending for pending, _ in accepted], _as_herald_error(err))
+            fail_group([pending for pending, _ in accepted], as_herald_error(err))
             return
         fragment = spool.fragment()
         self.index.add_local(fragment, spool.path)
@@ -442,45 +426,3 @@ class Journal(ReplicaSide):
         if self._commit_event is None:
             self._commit_event = asyncio.Event()
         await self._commit_event.wait()
-
-
-def _as_herald_error(err: OSError | HeraldError) -> HeraldError:
-    """What an append that failed on local disk answers: a 503 when descriptors or
-    disk space ran out (the next request may succeed), else an internal error
-    naming the cause."""
-    if isinstance(err, HeraldError):
-        return err
-    if is_out_of_descriptors(err):
-        return DescriptorsExhaustedError("writing a spool", err)
-    if err.errno in (errno.ENOSPC, errno.EDQUOT):
-        return HeraldError(Status.RESOURCE_EXHAUSTED,
-                           f"out of disk space while writing a spool ({err.strerror}); nothing was "
-                           "appended: retry later, or free space under the broker's --data-dir")
-    return HeraldError(Status.INTERNAL, f"spool write failed: {err}")
-
-
-def _fail_group(group: list[_Pending], err: HeraldError) -> None:
-    for pending in group:
-        if not pending.future.done():
-            pending.future.set_exception(err)
-
-
-def _check_registers(group: list[_Pending], registers: LabelSet):
-    """Sequentially check and apply each append's registers [I-REG-1].
-
-    Returns the accepted appends (each with the registers after it), their
-    contents, and the registers after the whole group. Rejected appends get their
-    REGISTER_MISMATCH at once and write nothing.
-    """
-    accepted, contents = [], []
-    for pending in group:
-        if pending.check is not None and len(registers) and not pending.check.matches(registers):
-            pending.future.set_exception(RegisterMismatchError(
-                f"registers {registers} do not match selector {pending.check}", registers))
-            continue
-        if pending.content and (pending.subtract or pending.union):
-            registers = registers.subtract(pending.subtract) if pending.subtract else registers
-            registers = pending.union.union(registers) if pending.union else registers
-        accepted.append((pending, registers))
-        contents.append(pending.content)
-    return accepted, contents, registers

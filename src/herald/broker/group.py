@@ -1,0 +1,88 @@
+"""An append group: the appends one sync round commits together, and what they learn.
+
+A journal's append task takes every append waiting (`Pending`) up to
+`MAX_GROUP_BYTES`, checks their registers in order (`check_registers`: a failed
+check writes nothing [I-REG-1]), writes and syncs the accepted bodies as one group,
+then answers each with its `AppendCommit`, or fails the whole group with the error a
+client can act on (`as_herald_error`, `fail_group`) [I-APPEND-2]. Pure of I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from dataclasses import dataclass, field
+
+from herald.fragment.fdpool import DescriptorsExhaustedError, is_out_of_descriptors
+from herald.protocol.errors import HeraldError, RegisterMismatchError, Status
+from herald.protocol.fragment import Fragment
+from herald.protocol.labels import LabelSelector, LabelSet
+
+__all__ = ["MAX_GROUP_BYTES", "AppendCommit", "Pending", "as_herald_error", "check_registers", "fail_group"]
+
+MAX_GROUP_BYTES = 64 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class AppendCommit:
+    """What an acknowledged append learns: where its bytes landed and the registers."""
+
+    begin: int
+    end: int
+    sha1_hex: str
+    registers: LabelSet
+    write_head: int
+    fragment: Fragment
+
+
+@dataclass(slots=True)
+class Pending:
+    """One append waiting for its group: body, register changes, and its answer."""
+
+    content: bytes
+    check: LabelSelector | None
+    union: LabelSet | None
+    subtract: LabelSet | None
+    future: asyncio.Future = field(default=None)  # type: ignore[assignment]
+
+
+def as_herald_error(err: OSError | HeraldError) -> HeraldError:
+    """What an append that failed on local disk answers: a 503 when descriptors or
+    disk space ran out (the next request may succeed), else an internal error
+    naming the cause."""
+    if isinstance(err, HeraldError):
+        return err
+    if is_out_of_descriptors(err):
+        return DescriptorsExhaustedError("writing a spool", err)
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return HeraldError(Status.RESOURCE_EXHAUSTED,
+                           f"out of disk space while writing a spool ({err.strerror}); nothing was "
+                           "appended: retry later, or free space under the broker's --data-dir")
+    return HeraldError(Status.INTERNAL, f"spool write failed: {err}")
+
+
+def fail_group(group: list[Pending], err: HeraldError) -> None:
+    for pending in group:
+        if not pending.future.done():
+            pending.future.set_exception(err)
+
+
+def check_registers(group: list[Pending], registers: LabelSet):
+    """Sequentially check and apply each append's registers [I-REG-1].
+
+    Returns the accepted appends (each with the registers after it), their
+    contents, and the registers after the whole group. Rejected appends get their
+    REGISTER_MISMATCH at once and write nothing.
+    """
+    accepted, contents = [], []
+    for pending in group:
+        if pending.check is not None and len(registers) and not pending.check.matches(registers):
+            pending.future.set_exception(RegisterMismatchError(
+                f"registers {registers} do not match selector {pending.check}", registers))
+            continue
+        if pending.content and (pending.subtract or pending.union):
+            registers = registers.subtract(pending.subtract) if pending.subtract else registers
+            registers = pending.union.union(registers) if pending.union else registers
+        accepted.append((pending, registers))
+        contents.append(pending.content)
+    return accepted, contents, registers
