@@ -117,16 +117,27 @@ class RowBuffer:
         return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
 
 
-def columns_batch(journal: str, cols) -> pa.RecordBatch:
-    """A record batch straight from `herald.message.columnar.Columns` (no per-row work)."""
+def _repeated(text: str, n: int) -> pa.Array:
+    """``n`` copies of ``text`` as a string array, built from its buffers."""
+    data = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int64) * len(data)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data * n))
+
+
+def columns_batch(journal: str, cols, rows: np.ndarray | None = None) -> pa.RecordBatch:
+    """A record batch straight from `herald.message.columnar.Columns` (no per-row
+    work); only ``rows`` of it, in that order, if given."""
     n = len(cols)
     values = pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(cols.offsets),
                                                          pa.py_buffer(cols.values)])
     columns = [
-        pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), [journal]).cast(pa.string()),
+        _repeated(journal, n),
         pa.array(cols.begins, pa.int64()),
         pa.array(cols.ends, pa.int64()),
         *_packed_uuid_columns(np.ascontiguousarray(cols.uuids).tobytes(), cols.has_uuid),
         values,
     ]
-    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+    batch = pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+    if rows is None or (len(rows) == n and bool((np.diff(rows) > 0).all())):
+        return batch
+    return batch.take(pa.array(rows, pa.int64()))

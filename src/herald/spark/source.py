@@ -14,8 +14,9 @@ saves the snapshot at ``end`` (see `herald.spark.state` and docs/spark.md).
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -23,12 +24,23 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxBytes, SupportsTriggerAvailableNow
 
 from herald.client import BrokerClient
-from herald.message import Checkpoint, Envelope, Sequencer, duration_to_clock, framing_for, sequence
+from herald.message import Checkpoint, Envelope, Framing, Sequencer, duration_to_clock, framing_for, sequence
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming, content_type_of
 from herald.spark.options import HeraldOptions
-from herald.spark.reading import Piece, decode_fragment, decode_range, piece_chunks, plan_pieces, replayer, scan_batches
-from herald.spark.rows import SPARK_SCHEMA, RowBuffer
+from herald.spark.reading import (
+    BlockScanner,
+    Piece,
+    committed_batches,
+    decode_fragment,
+    decode_range,
+    piece_chunks,
+    plan_pieces,
+    replayer,
+    scan_batches,
+    scan_range,
+)
+from herald.spark.rows import SPARK_SCHEMA, RowBuffer, columns_batch
 from herald.spark.state import Snapshot, SnapshotStore
 
 __all__ = ["HeraldDataSource"]
@@ -112,10 +124,8 @@ class BatchReader(DataSourceReader):
         framing = framing_for(part.content_type, part.opts.uuid_field)
         journal = part.pieces[0].journal
         errors = part.opts.decode_errors(journal)
-        if not part.opts.committed and isinstance(framing, NDJSONFraming):
-            with part.opts.client() as client:
-                for piece in part.pieces:  # the bulk path: numpy scan, no object per message
-                    yield from scan_batches(piece_chunks(client, piece), journal, framing, errors)
+        if isinstance(framing, NDJSONFraming):  # the bulk path: numpy scan, no object per message
+            yield from _scan_pieces(part, framing, errors)
             return
         rows = RowBuffer(journal)
         with part.opts.client() as client:
@@ -133,6 +143,24 @@ class BatchReader(DataSourceReader):
                         yield batch
         if (batch := rows.flush()) is not None:
             yield batch
+
+
+def _scan_pieces(part: BatchPart, framing: NDJSONFraming, errors: DecodeErrors) -> Iterator[pa.RecordBatch]:
+    """NDJSON pieces scanned in blocks; read-committed through the bulk Sequencer.
+    Persisted pieces come from their stores: no broker client unless needed."""
+    journal = part.pieces[0].journal
+    needs_client = part.opts.committed or any(p.fragment is None for p in part.pieces)
+    with part.opts.client() if needs_client else contextlib.nullcontext() as client:
+        if not part.opts.committed:
+            for piece in part.pieces:
+                yield from scan_batches(piece_chunks(client, piece), journal, framing, errors)
+            return
+        assert client is not None
+        chunks = (chunk for piece in part.pieces for chunk in piece_chunks(client, piece))
+        blocks = BlockScanner(framing, errors).scan(chunks)
+        seq = Sequencer(ring_size=part.opts.ring_size)
+        yield from committed_batches(journal, blocks, seq, replayer(client, framing, errors),
+                                     part.opts.include_acks)
 
 
 def _piece_frames(client: BrokerClient, piece: Piece, framing: object, errors: DecodeErrors) -> Iterator:
@@ -254,27 +282,50 @@ def read_slice(s: StreamSlice) -> Iterator[pa.RecordBatch]:
     store = SnapshotStore(s.opts.state_location)
     snap = store.load(s.journal, s.start) or Snapshot(s.start, Checkpoint({}))
     framing = framing_for(s.content_type, s.opts.uuid_field)
-    rows = RowBuffer(s.journal)
     resume = max(snap.resume, s.start)
     seq = Sequencer.from_checkpoint(snap.checkpoint, s.opts.ring_size)
     errors = s.opts.decode_errors(s.journal)
     with s.opts.client() as client:
-        frames = _tracked(decode_range(client, s.journal, framing, resume, s.end, errors)
-                          if resume < s.end else iter(()))
-        if s.opts.committed:
-            envelopes = (Envelope(s.journal, f.begin, f.end, f.uuid, f.value) for f in frames)
-            out = ((e.begin, e.end, e.uuid, e.value) for e in sequence(
-                envelopes, seq, replayer(client, framing, errors), s.opts.include_acks))
+        if isinstance(framing, NDJSONFraming):
+            last_end = yield from _scan_slice(s, client, framing, errors, seq, resume)
         else:
-            out = ((f.begin, f.end, f.uuid, f.value) for f in frames)
-        for row in out:
-            if (batch := rows.add(*row)) is not None:
-                yield batch
+            last_end = yield from _decode_slice(s, client, framing, errors, seq, resume)
+    offsets, states = seq.checkpoint(PRUNE_HORIZON_CLOCK)
+    resume = max(resume, s.end, last_end)  # Past a message straddling ``end``.
+    store.save(s.journal, s.end, Snapshot(resume, Checkpoint(offsets, tuple(states))))
+
+
+def _scan_slice(s: StreamSlice, client: BrokerClient, framing: NDJSONFraming, errors: DecodeErrors,
+                seq: Sequencer, resume: int) -> Generator[pa.RecordBatch, None, int]:
+    """NDJSON: blocks scanned with numpy, sequenced in bulk; returns the end of the last message."""
+    scanner = BlockScanner(framing, errors)
+    blocks = scan_range(client, s.journal, scanner, resume, s.end) if resume < s.end else iter(())
+    if s.opts.committed:
+        yield from committed_batches(s.journal, blocks, seq, replayer(client, framing, errors), s.opts.include_acks)
+    else:
+        for cols in blocks:
+            yield columns_batch(s.journal, cols)
+    return scanner.last_end
+
+
+def _decode_slice(s: StreamSlice, client: BrokerClient, framing: Framing, errors: DecodeErrors,
+                  seq: Sequencer, resume: int) -> Generator[pa.RecordBatch, None, int]:
+    """Other framings: one `Frame` per message, sequenced one by one."""
+    rows = RowBuffer(s.journal)
+    frames = _tracked(decode_range(client, s.journal, framing, resume, s.end, errors)
+                      if resume < s.end else iter(()))
+    if s.opts.committed:
+        envelopes = (Envelope(s.journal, f.begin, f.end, f.uuid, f.value) for f in frames)
+        out = ((e.begin, e.end, e.uuid, e.value) for e in sequence(
+            envelopes, seq, replayer(client, framing, errors), s.opts.include_acks))
+    else:
+        out = ((f.begin, f.end, f.uuid, f.value) for f in frames)
+    for row in out:
+        if (batch := rows.add(*row)) is not None:
+            yield batch
     if (batch := rows.flush()) is not None:
         yield batch
-    offsets, states = seq.checkpoint(PRUNE_HORIZON_CLOCK)
-    resume = max(resume, s.end, frames.last_end)  # Past a message straddling ``end``.
-    store.save(s.journal, s.end, Snapshot(resume, Checkpoint(offsets, tuple(states))))
+    return frames.last_end
 
 
 class _tracked:
