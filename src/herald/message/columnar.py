@@ -19,7 +19,7 @@ import numpy as np
 from herald.message.framing import FramingError, NDJSONFraming
 from herald.message.sequencer import Envelope
 
-__all__ = ["Columns", "scan_ndjson", "uuid_fields"]
+__all__ = ["Columns", "fnv1a32_many", "scan_ndjson", "uuid_text", "uuid_fields"]
 
 _HEX = np.full(256, 255, dtype=np.uint8)
 for _i, _c in enumerate(b"0123456789abcdef"):
@@ -53,6 +53,16 @@ class Columns:
         uuid = self.uuids[i].tobytes() if self.has_uuid[i] else None
         value = self.values[self.offsets[i]:self.offsets[i + 1]].tobytes()
         return Envelope(journal, int(self.begins[i]), int(self.ends[i]), uuid, value)
+
+
+def uuid_text(uuids: np.ndarray) -> np.ndarray:
+    """The 36-character lowercase text of ``n`` packed UUIDs, as n × 36 uint8."""
+    n = len(uuids)
+    hexed = np.frombuffer(binascii.hexlify(np.ascontiguousarray(uuids).tobytes()), dtype=np.uint8).reshape(n, 32)
+    text = np.full((n, 36), ord("-"), dtype=np.uint8)
+    text[:, 0:8], text[:, 9:13], text[:, 14:18] = hexed[:, 0:8], hexed[:, 8:12], hexed[:, 12:16]
+    text[:, 19:23], text[:, 24:36] = hexed[:, 16:20], hexed[:, 20:32]
+    return text
 
 
 _UUID_FIELDS = np.dtype([("low", ">u4"), ("mid", ">u2"), ("hi", ">u2"), ("seq", ">u2"), ("producer", "V6")])
@@ -156,3 +166,16 @@ def _drop_lines(data: np.ndarray, starts: np.ndarray, newlines: np.ndarray, keep
     return np.concatenate([data[s:e] for s, e in zip(starts[keep].tolist(), newlines[keep].tolist())]
                           or [np.zeros(0, np.uint8)])
 
+
+_FNV_OFFSET, _FNV_PRIME = np.uint32(0x811C9DC5), np.uint32(0x01000193)
+
+
+def fnv1a32_many(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """`herald.message.mapping.fnv1a32` of every ``data[offsets[i]:offsets[i+1]]``
+    (uint32), one numpy pass per byte position of the longest key."""
+    begins, lengths = offsets[:-1].astype(np.int64), np.diff(offsets).astype(np.int64)
+    h = np.full(len(lengths), _FNV_OFFSET, dtype=np.uint32)
+    for k in range(int(lengths.max()) if len(lengths) else 0):
+        live = np.flatnonzero(lengths > k)
+        h[live] = (h[live] ^ data[begins[live] + k]) * _FNV_PRIME
+    return h
