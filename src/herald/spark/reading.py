@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from herald.client import BrokerClient, FragmentInfo, RetryReader, read_fragment, slice_chunks
-from herald.message import Envelope, Frame, Framing, FramingError, Replay, Sequencer
+from herald.message import Checkpoint, Envelope, Frame, Framing, FramingError, Replay, Sequencer
 from herald.message.columnar import Columns, scan_ndjson
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming
@@ -27,7 +27,7 @@ from herald.message.sequencing import sequence_block
 from herald.spark.rows import RowBuffer, columns_batch
 
 __all__ = ["BlockScanner", "Piece", "committed_batches", "decode_fragment", "decode_range", "piece_chunks",
-           "plan_pieces", "replayer", "scan_batches", "scan_range"]
+           "plan_pieces", "replayer", "scan_batches", "scan_range", "split_committed"]
 
 log = logging.getLogger(__name__)
 SIGNATURE_TTL_S = 3600.0
@@ -240,3 +240,33 @@ def committed_batches(journal: str, blocks: Iterable[Columns], seq: Sequencer, r
                 yield batch
     if (batch := rows.flush()) is not None:
         yield batch
+
+
+def split_committed(client: BrokerClient, pieces: list[Piece], framing: NDJSONFraming, errors: DecodeErrors,
+                    ring_size: int, split_bytes: int) -> list[tuple[Checkpoint, tuple[Piece, ...]]]:
+    """Driver: cut a journal's pieces into read-committed partitions of about
+    ``split_bytes`` (at piece boundaries, which are message boundaries), each with
+    the Sequencer checkpoint at its first byte. One pass over the journal scans and
+    sequences in bulk but builds no rows; a partition then resumes from its
+    checkpoint exactly as a streaming slice resumes from its snapshot (a span
+    open at its start is replayed from the journal when its ACK comes) [I-SEQ-1].
+    Not pruned: the partitions together emit what one pass over the journal would."""
+    if split_bytes <= 0 or sum(p.end - p.begin for p in pieces) <= split_bytes:
+        return [(Checkpoint({}), tuple(pieces))]
+    seq, scanner = Sequencer(ring_size=ring_size), BlockScanner(framing, errors)
+    replay, journal = replayer(client, framing, errors), pieces[0].journal
+    out: list[tuple[Checkpoint, tuple[Piece, ...]]] = []
+    group: list[Piece] = []
+    for piece in pieces:
+        if not group or sum(p.end - p.begin for p in group) >= split_bytes:
+            offsets, states = seq.checkpoint(0)
+            group = []
+            out.append((Checkpoint(offsets, tuple(states)), ()))
+        group.append(piece)
+        out[-1] = (out[-1][0], tuple(group))
+        if piece is pieces[-1]:
+            break  # Nothing follows the last piece: no checkpoint to compute.
+        for cols in scanner.scan(piece_chunks(client, piece)):
+            for _ in sequence_block(journal, cols, seq, replay, include_acks=True):
+                pass
+    return out

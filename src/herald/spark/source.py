@@ -39,6 +39,7 @@ from herald.spark.reading import (
     replayer,
     scan_batches,
     scan_range,
+    split_committed,
 )
 from herald.spark.rows import SPARK_SCHEMA, RowBuffer, columns_batch
 from herald.spark.state import Snapshot, SnapshotStore
@@ -92,12 +93,14 @@ class HeraldDataSource(DataSource):
 
 @dataclass(frozen=True, slots=True)
 class BatchPart:
-    """One input partition of a batch read: one piece (read-uncommitted), or all
-    of a journal's pieces in order (read-committed: one sequencer per journal)."""
+    """One input partition of a batch read: one piece (read-uncommitted), or a
+    journal's pieces in order (read-committed: one sequencer, starting from
+    ``checkpoint``, the Sequencer's state at the first piece's begin)."""
 
     opts: HeraldOptions
     content_type: str
     pieces: tuple[Piece, ...]
+    checkpoint: Checkpoint = Checkpoint({})
 
 
 class BatchReader(DataSourceReader):
@@ -111,10 +114,21 @@ class BatchReader(DataSourceReader):
             for journal, content_type in sorted(_content_types(client, self.opts.selector).items()):
                 pieces = tuple(plan_pieces(client, journal))
                 if self.opts.committed:
-                    parts.append(InputPartition(BatchPart(self.opts, content_type, pieces)))
+                    parts += [InputPartition(BatchPart(self.opts, content_type, group, checkpoint))
+                              for checkpoint, group in self._committed_split(client, content_type, pieces)]
                 else:
                     parts += [InputPartition(BatchPart(self.opts, content_type, (p,))) for p in pieces]
         return parts or [InputPartition(BatchPart(self.opts, DEFAULT_CONTENT_TYPE, ()))]
+
+    def _committed_split(self, client: BrokerClient, content_type: str,
+                         pieces: tuple[Piece, ...]) -> list[tuple[Checkpoint, tuple[Piece, ...]]]:
+        """NDJSON journals longer than ``splitBytes`` become several partitions, each
+        from a checkpoint computed here (`split_committed`); others one partition."""
+        framing = framing_for(content_type, self.opts.uuid_field)
+        if not pieces or not isinstance(framing, NDJSONFraming):
+            return [(Checkpoint({}), pieces)]
+        return split_committed(client, list(pieces), framing, self.opts.decode_errors(pieces[0].journal),
+                               self.opts.ring_size, self.opts.split_bytes)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: decode the partition's pieces into Arrow batches."""
@@ -158,7 +172,7 @@ def _scan_pieces(part: BatchPart, framing: NDJSONFraming, errors: DecodeErrors) 
         assert client is not None
         chunks = (chunk for piece in part.pieces for chunk in piece_chunks(client, piece))
         blocks = BlockScanner(framing, errors).scan(chunks)
-        seq = Sequencer(ring_size=part.opts.ring_size)
+        seq = Sequencer.from_checkpoint(part.checkpoint, part.opts.ring_size)
         yield from committed_batches(journal, blocks, seq, replayer(client, framing, errors),
                                      part.opts.include_acks)
 
