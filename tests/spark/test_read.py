@@ -12,7 +12,7 @@ from tests.spark.spark_helpers import broker_bytes, herald_read, reference_commi
 pytestmark = pytest.mark.spark
 
 
-def test_batch_read_has_one_partition_per_persisted_fragment_plus_the_tail(spark, broker, client):
+def test_batch_read_packs_pieces_into_partitions_of_max_partition_bytes(spark, broker, client):
     [journal] = make_journals(broker, "read/parts", labels={"app": "parts"}, length=2048)
     p = Producer(client)
     for i in range(120):
@@ -21,8 +21,9 @@ def test_batch_read_has_one_partition_per_persisted_fragment_plus_the_tail(spark
     pieces = plan_pieces(client, journal)
     assert [pc.fragment is not None for pc in pieces][:3] == [True, True, True]
     assert pieces[-1].end == client.write_head(journal)
-    df = herald_read(spark, broker, "app=parts")
-    assert df.rdd.getNumPartitions() == len(pieces)
+    assert herald_read(spark, broker, "app=parts").rdd.getNumPartitions() == 1  # Small: packed.
+    df = herald_read(spark, broker, "app=parts", maxPartitionBytes=1)
+    assert df.rdd.getNumPartitions() == len(pieces)  # One piece each.
     rows = df.orderBy("begin").collect()
     assert [r.begin for r in rows[1:]] == [r.end for r in rows[:-1]]  # Contiguous messages.
     assert {r.flags for r in rows} == {0} and len({r.producer for r in rows}) == 1

@@ -93,9 +93,10 @@ class HeraldDataSource(DataSource):
 
 @dataclass(frozen=True, slots=True)
 class BatchPart:
-    """One input partition of a batch read: one piece (read-uncommitted), or a
-    journal's pieces in order (read-committed: one sequencer, starting from
-    ``checkpoint``, the Sequencer's state at the first piece's begin)."""
+    """One input partition of a batch read: consecutive pieces of a journal
+    (read-uncommitted, up to ``maxPartitionBytes``), or a journal's pieces in
+    order (read-committed: one sequencer, starting from ``checkpoint``, the
+    Sequencer's state at the first piece's begin)."""
 
     opts: HeraldOptions
     content_type: str
@@ -117,7 +118,8 @@ class BatchReader(DataSourceReader):
                     parts += [InputPartition(BatchPart(self.opts, content_type, group, checkpoint))
                               for checkpoint, group in self._committed_split(client, content_type, pieces)]
                 else:
-                    parts += [InputPartition(BatchPart(self.opts, content_type, (p,))) for p in pieces]
+                    parts += [InputPartition(BatchPart(self.opts, content_type, group))
+                              for group in _packed(pieces, self.opts.max_partition_bytes)]
         return parts or [InputPartition(BatchPart(self.opts, DEFAULT_CONTENT_TYPE, ()))]
 
     def _committed_split(self, client: BrokerClient, content_type: str,
@@ -157,6 +159,22 @@ class BatchReader(DataSourceReader):
                         yield batch
         if (batch := rows.flush()) is not None:
             yield batch
+
+
+def _packed(pieces: tuple[Piece, ...], max_bytes: int) -> list[tuple[Piece, ...]]:
+    """Consecutive pieces packed into groups of at most ``max_bytes`` (a piece
+    larger than that alone), as Spark packs files into partitions: each
+    partition costs a task (~60 ms of Spark's overhead here), so small
+    fragments are not worth one each."""
+    groups: list[list[Piece]] = []
+    size = 0
+    for piece in pieces:
+        if not groups or size + piece.end - piece.begin > max_bytes:
+            groups.append([])
+            size = 0
+        groups[-1].append(piece)
+        size += piece.end - piece.begin
+    return [tuple(g) for g in groups]
 
 
 def _scan_pieces(part: BatchPart, framing: NDJSONFraming, errors: DecodeErrors) -> Iterator[pa.RecordBatch]:
