@@ -24,7 +24,7 @@ from herald.message.columnar import Columns, scan_ndjson
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming
 from herald.message.sequencing import sequence_block
-from herald.spark.rows import RowBuffer, columns_batch
+from herald.spark.rows import RowBuffer, columns_batch, select_rows
 
 __all__ = ["BlockScanner", "Piece", "committed_batches", "decode_fragment", "decode_range", "piece_chunks",
            "plan_pieces", "replayer", "scan_batches", "scan_range", "split_committed"]
@@ -230,12 +230,14 @@ def committed_batches(journal: str, blocks: Iterable[Columns], seq: Sequencer, r
     envelopes it must decide one by one through a `RowBuffer`, order kept."""
     rows = RowBuffer(journal)
     for cols in blocks:
+        whole = None  # The block as one batch, built at its first bulk run.
         for item in sequence_block(journal, cols, seq, replay, include_acks):
             if isinstance(item, np.ndarray):
                 if len(item):
                     if (batch := rows.flush()) is not None:
                         yield batch
-                    yield columns_batch(journal, cols, item)
+                    whole = columns_batch(journal, cols) if whole is None else whole
+                    yield select_rows(whole, item)
             elif (batch := rows.add(item.begin, item.end, item.uuid, item.value)) is not None:
                 yield batch
     if (batch := rows.flush()) is not None:

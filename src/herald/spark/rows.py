@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from herald.message.uuid import GREGORIAN_OFFSET_100NS
 
-__all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "RowBuffer"]
+__all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "RowBuffer", "columns_batch", "select_rows"]
 
 SPARK_SCHEMA = (
     "journal string, begin long, end long, uuid string, producer string, "
@@ -124,9 +124,8 @@ def _repeated(text: str, n: int) -> pa.Array:
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data * n))
 
 
-def columns_batch(journal: str, cols, rows: np.ndarray | None = None) -> pa.RecordBatch:
-    """A record batch straight from `herald.message.columnar.Columns` (no per-row
-    work); only ``rows`` of it, in that order, if given."""
+def columns_batch(journal: str, cols) -> pa.RecordBatch:
+    """A record batch straight from `herald.message.columnar.Columns` (no per-row work)."""
     n = len(cols)
     values = pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(cols.offsets),
                                                          pa.py_buffer(cols.values)])
@@ -137,7 +136,11 @@ def columns_batch(journal: str, cols, rows: np.ndarray | None = None) -> pa.Reco
         *_packed_uuid_columns(np.ascontiguousarray(cols.uuids).tobytes(), cols.has_uuid),
         values,
     ]
-    batch = pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
-    if rows is None or (len(rows) == n and bool((np.diff(rows) > 0).all())):
+    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+
+
+def select_rows(batch: pa.RecordBatch, rows: np.ndarray) -> pa.RecordBatch:
+    """``rows`` of ``batch``, in that order (the batch itself if that is all of it)."""
+    if len(rows) == batch.num_rows and bool((np.diff(rows) > 0).all()):
         return batch
     return batch.take(pa.array(rows, pa.int64()))
