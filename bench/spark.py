@@ -1,7 +1,9 @@
 """Benchmark 4 — Spark (format ``herald``, local[2]) and dedupe scaling.
 
 - batch read rows/s (raw, per-fragment partitions) vs Spark's ``text`` source
-  over the same bytes (the journal's content written as plain files);
+  over the same bytes (the journal's content written as plain files), and vs
+  format ``herald-ceiling`` (`bench.spark_ceiling`: pre-built Arrow batches of
+  the same schema, no Herald work — the Python data source API's own ceiling);
 - streaming read-committed rows/s (availableNow, one query, wall time from start
   to finish) vs Spark's streaming ``text`` source over the same files;
 - sink rows/s (the batch writer: one transaction) vs Spark's ``text`` sink;
@@ -31,6 +33,7 @@ from bench.servers import apply, bench_spec, herald_broker, wait_until
 
 __all__ = ["run", "spark_session"]
 
+CEILING = "python source ceiling"
 UNITS = {"rows_per_s": "rows/s", "events_per_s": "events/s", "p50_ms": "ms", "p99_ms": "ms"}
 READ_FRAGMENT_BYTES = 16 << 20
 DEDUPE_WINDOW = "1h"
@@ -42,6 +45,8 @@ def spark_session() -> Any:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    root = str(Path(__file__).resolve().parents[1])  # Workers import bench.spark_ceiling.
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
 
     import herald.spark
@@ -56,6 +61,9 @@ def spark_session() -> Any:
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     herald.spark.register(spark)
+    from bench.spark_ceiling import CeilingSource
+
+    spark.dataSource.register(CeilingSource)
     return spark
 
 
@@ -153,7 +161,15 @@ def _reads(report: Report, config: Config, spark: Any, url: str, text_dir: Path,
         df = spark.read.text(str(text_dir))
         return {"rows_per_s": rows / _wall(lambda: df.write.format("noop").mode("overwrite").save())}
 
-    samples = measure_interleaved(config, {"herald": herald_batch, "spark text": text_batch}, _runs(config))
+    parts = spark.read.format("herald").option("broker", url).option("selector", "name=bench/spark-read") \
+        .load().rdd.getNumPartitions()
+
+    def ceiling_batch():
+        df = spark.read.format("herald-ceiling").option("rows", rows).option("partitions", parts).load()
+        return {"rows_per_s": rows / _wall(lambda: df.write.format("noop").mode("overwrite").save())}
+
+    samples = measure_interleaved(config, {"herald": herald_batch, "spark text": text_batch,
+                                           CEILING: ceiling_batch}, _runs(config))
     for system, values in samples.items():
         report.add(system, "batch read", values, UNITS)
 
@@ -346,6 +362,8 @@ def _headlines(report: Report) -> None:
     for case in ("batch read", "streaming read-committed", "sink (batch write)"):
         report.headline(f"spark {case}: rows/s vs Spark text", ("herald", case, "rows_per_s"),
                         ("spark text", case, "rows_per_s"))
+    report.headline("spark batch read: rows/s vs a Python source yielding pre-built Arrow (the API's ceiling)",
+                    ("herald", "batch read", "rows_per_s"), (CEILING, "batch read", "rows_per_s"))
     report.headline("dedupe end to end (backlog): events/s vs rate + dropDuplicatesWithinWatermark",
                     ("herald", "dedupe backlog", "events_per_s"),
                     ("spark rate + dropDuplicatesWithinWatermark", "dedupe backlog", "events_per_s"))

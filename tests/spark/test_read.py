@@ -12,7 +12,7 @@ from tests.spark.spark_helpers import broker_bytes, herald_read, reference_commi
 pytestmark = pytest.mark.spark
 
 
-def test_batch_read_has_one_partition_per_persisted_fragment_plus_the_tail(spark, broker, client):
+def test_batch_read_packs_pieces_into_partitions_of_max_partition_bytes(spark, broker, client):
     [journal] = make_journals(broker, "read/parts", labels={"app": "parts"}, length=2048)
     p = Producer(client)
     for i in range(120):
@@ -21,8 +21,9 @@ def test_batch_read_has_one_partition_per_persisted_fragment_plus_the_tail(spark
     pieces = plan_pieces(client, journal)
     assert [pc.fragment is not None for pc in pieces][:3] == [True, True, True]
     assert pieces[-1].end == client.write_head(journal)
-    df = herald_read(spark, broker, "app=parts")
-    assert df.rdd.getNumPartitions() == len(pieces)
+    assert herald_read(spark, broker, "app=parts").rdd.getNumPartitions() == 1  # Small: packed.
+    df = herald_read(spark, broker, "app=parts", maxPartitionBytes=1)
+    assert df.rdd.getNumPartitions() == len(pieces)  # One piece each.
     rows = df.orderBy("begin").collect()
     assert [r.begin for r in rows[1:]] == [r.end for r in rows[:-1]]  # Contiguous messages.
     assert {r.flags for r in rows} == {0} and len({r.producer for r in rows}) == 1
@@ -41,8 +42,11 @@ def test_batch_read_of_each_codec_equals_the_broker_read_byte_for_byte(spark, br
     assert b"".join(bytes(r.value) + b"\n" for r in rows) == broker_bytes(client, journal)
 
 
-def test_read_committed_batch_is_exact_across_fragment_boundaries(spark, broker, client):
-    [journal] = make_journals(broker, "read/txn", labels={"app": "txn"}, length=1024)
+@pytest.mark.parametrize("split_bytes", [0, 1, 3000])
+def test_read_committed_batch_is_exact_across_fragment_boundaries(spark, broker, client, split_bytes):
+    """One partition per journal (0), one per piece (1) or a few: each split
+    partition resumes from a driver-computed checkpoint, and together they are exact."""
+    [journal] = make_journals(broker, f"read/txn{split_bytes}", labels={"app": f"txn{split_bytes}"}, length=1024)
     a, b, c = Producer(client), Producer(client), Producer(client)
     for i in range(40):
         a.uncommitted(journal, {"n": i, "pad": "y" * 60})            # Spans many fragments...
@@ -57,9 +61,13 @@ def test_read_committed_batch_is_exact_across_fragment_boundaries(spark, broker,
     client.append(journal, rolled)
     wait_persisted(client, journal, 3)
     expected = reference_committed(client, journal)
-    got = spark_values(herald_read(spark, broker, "app=txn", committed=True))
+    df = herald_read(spark, broker, f"app=txn{split_bytes}", committed=True, splitBytes=split_bytes)
+    got = spark_values(df)
     assert sorted(got) == sorted(expected) and len(got) == 40 + 5 + 10
-    assert len(plan_pieces(client, journal)) >= 3
+    pieces = plan_pieces(client, journal)
+    assert len(pieces) >= 3
+    assert df.rdd.getNumPartitions() == {0: 1, 1: len(pieces)}.get(split_bytes, df.rdd.getNumPartitions())
+    assert split_bytes != 3000 or 1 < df.rdd.getNumPartitions() < len(pieces)
 
 
 def test_empty_selection_reads_no_rows(spark, broker):

@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+import numpy as np
+
 from herald.client.append import AppendService
 from herald.client.models import JournalInfo
 from herald.client.watch import WatchedList
@@ -142,6 +144,22 @@ class Publisher:
             futures.add(slot.future)
             self.published += len(bodies)
         return futures
+
+    def publish_uncommitted_framed(self, journal: str, n: int, frame: Callable[[np.ndarray], bytes]) -> Future:
+        """Publish ``n`` messages to ``journal`` in one slot hold, framed by the
+        caller: ``frame(uuids)`` gets their CONTINUE_TXN UUIDs (n × 16 uint8, stamped
+        while the slot is held, so UUID order is write order) and returns the ``n``
+        framed messages as one bytes object (the Spark sink's bulk path)."""
+        framing = self._framings[journal]
+        with self.service.start_append(journal) as slot:
+            self.core.clock.update(self.now_ns())
+            slot.write(frame(self.core.stamp_uncommitted_uuids(journal, framing, n)))
+        self.published += n
+        return slot.future
+
+    def partitions(self) -> tuple[list[str], Mapping[str, Framing]]:
+        """The journal names (sorted, as mappings index them) and their framings."""
+        return self._partitions()
 
     def build_ack_intents(self) -> list[AckIntent]:
         """The ACKs that commit everything published uncommitted since the last call.

@@ -349,6 +349,31 @@ class Sequencer:
         self._pending.clear()
         return dict(self.offsets), states
 
+    # ------------------------------------------------------------ bulk (herald.message.sequencing)
+
+    def producer_state(self, journal: str, producer: bytes) -> tuple[int, bool] | None:
+        """``(last ACK clock, has an open span)`` of a tracked producer, else None."""
+        p = self._partials.get((journal, producer))
+        return None if p is None else (p.min_clock, p.begin != -1)
+
+    def apply_committed(self, journal: str, last_clocks: Mapping[bytes, int], read_through: int,
+                        outcomes: Mapping[QueueOutcome, int]) -> None:
+        """Record a run of envelopes decided in bulk, as if each had been queued and
+        dequeued here: every producer in ``last_clocks`` ends with no open span and
+        its last ACK at that clock; offsets read through ``read_through``. Only
+        valid between sequences (nothing being dequeued)."""
+        if self._emit is not None:
+            raise RuntimeError("committed messages remain to dequeue")
+        for producer, clock in last_clocks.items():
+            p = self._partials.get((journal, producer))
+            if p is None:
+                p = self._partials[(journal, producer)] = _Partial(journal, producer, clock, -1)
+            p.reset(clock)
+            self._pending.discard(p)
+        self.offsets[journal] = read_through
+        for outcome, count in outcomes.items():
+            self._counts[outcome] += count
+
     def statistics(self) -> dict[str, int]:
         """Outcome counts by Gazette's metric label, plus tracked producers."""
         stats = {o.label: self._counts[o] for o in QueueOutcome}

@@ -84,6 +84,8 @@ class HeraldOptions:
     fence_register: str = "herald-sink"
     ring_size: int = 65536
     append_bytes: int = 1 << 20
+    split_bytes: int = 0
+    max_partition_bytes: int = 64 << 20
     security: ClientSecurity = ClientSecurity()
     on_decode_error: OnDecodeError = OnDecodeError.FAIL
 
@@ -116,6 +118,8 @@ class HeraldOptions:
             fence_register=_get(options, "fenceRegister", "herald-sink") or "herald-sink",
             ring_size=max(1, _int(options, "ringSize", 65536)),
             append_bytes=max(1, _int(options, "appendBytes", 1 << 20)),
+            split_bytes=max(0, _int(options, "splitBytes", 0)),
+            max_partition_bytes=max(1, _int(options, "maxPartitionBytes", 64 << 20)),
             on_decode_error=OnDecodeError.parse(_get(options, "onDecodeError")),
             # Read on the driver (option, else its environment) and shipped to executors.
             security=ClientSecurity.from_env(

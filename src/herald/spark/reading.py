@@ -12,20 +12,22 @@ message boundary and decodes on its own.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 from herald.client import BrokerClient, FragmentInfo, RetryReader, read_fragment, slice_chunks
-from herald.message import Envelope, Frame, Framing, FramingError, Replay
-from herald.message.columnar import scan_ndjson
+from herald.message import Checkpoint, Envelope, Frame, Framing, FramingError, Replay, Sequencer
+from herald.message.columnar import Columns, scan_ndjson
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming
-from herald.spark.rows import columns_batch
+from herald.message.sequencing import sequence_block
+from herald.spark.rows import RowBuffer, columns_batch, select_rows
 
-__all__ = ["Piece", "decode_fragment", "decode_range", "piece_chunks", "plan_pieces", "replayer",
-           "scan_batches"]
+__all__ = ["BlockScanner", "Piece", "committed_batches", "decode_fragment", "decode_range", "piece_chunks",
+           "plan_pieces", "replayer", "scan_batches", "scan_range", "split_committed"]
 
 log = logging.getLogger(__name__)
 SIGNATURE_TTL_S = 3600.0
@@ -83,47 +85,98 @@ def on_decode_error(errors: DecodeErrors, error: FramingError) -> None:
                 errors.journal, error.offset, errors.skipped, error)
 
 
-def piece_chunks(client: BrokerClient, piece: Piece) -> Iterator[tuple[int, bytes]]:
-    """``(offset, bytes)`` of a piece: from its store if persisted, else the broker."""
+def piece_chunks(client: BrokerClient | None, piece: Piece) -> Iterator[tuple[int, bytes]]:
+    """``(offset, bytes)`` of a piece: from its store if persisted, else the broker
+    (``client`` may be None for a persisted piece)."""
     if piece.fragment is not None:
         yield from slice_chunks(read_fragment(piece.fragment), piece.fragment.fragment.begin, piece.begin, piece.end)
         return
+    assert client is not None, "a piece read through the broker needs a client"
     with RetryReader(client, piece.journal, piece.begin, block=False, end_offset=piece.end,
                      offload=True) as reader:
         yield from reader
 
 
-def scan_batches(chunks: Iterator[tuple[int, bytes]], journal: str, framing: NDJSONFraming,
+class BlockScanner:
+    """NDJSON bytes → `Columns` a block at a time (numpy, `herald.message.columnar`):
+    no Python object per message. Fed ``(offset, bytes)`` chunks of contiguous
+    journal bytes starting on a message boundary; keeps a torn last line for the
+    next block. ``last_end`` is the end of the last complete line scanned."""
+
+    def __init__(self, framing: NDJSONFraming, errors: DecodeErrors, block_bytes: int = SCAN_BLOCK_BYTES) -> None:
+        self.framing, self.errors, self.block_bytes = framing, errors, block_bytes
+        self._parts: list[bytes] = []
+        self._size, self._base = 0, -1
+        self.last_end = -1
+
+    @property
+    def buffered(self) -> int:
+        """Bytes of an incomplete last line held back."""
+        return self._size
+
+    @property
+    def buffered_at(self) -> int:
+        """Journal offset of the bytes held back."""
+        return self._base
+
+    def feed(self, offset: int, chunk: bytes) -> Columns | None:
+        """Buffer ``chunk``; a block of complete lines once ``block_bytes`` are held."""
+        if self._base < 0:
+            self._base = offset
+        self._parts.append(chunk)
+        self._size += len(chunk)
+        return self.flush() if self._size >= self.block_bytes else None
+
+    def flush(self) -> Columns | None:
+        """The complete lines held (None if there are none)."""
+        if not self._size:
+            return None
+        buf = b"".join(self._parts)
+        cols, used = scan_ndjson(buf, self._base, self.framing)
+        for error in cols.errors:
+            on_decode_error(self.errors, error)
+        if used:
+            self.last_end = self._base + used
+        self._parts, self._size, self._base = [buf[used:]], len(buf) - used, self._base + used
+        return cols if len(cols) else None
+
+    def scan(self, chunks: Iterable[tuple[int, bytes]]) -> Iterator[Columns]:
+        """Every complete line of ``chunks``, in blocks; the torn rest stays held."""
+        for offset, chunk in chunks:
+            if (cols := self.feed(offset, chunk)) is not None:
+                yield cols
+        if (cols := self.flush()) is not None:
+            yield cols
+
+
+def scan_batches(chunks: Iterable[tuple[int, bytes]], journal: str, framing: NDJSONFraming,
                  errors: DecodeErrors, block_bytes: int = SCAN_BLOCK_BYTES) -> Iterator[pa.RecordBatch]:
-    """Read-uncommitted NDJSON pieces as Arrow batches, scanned a block at a time
-    with numpy (`herald.message.columnar`): no Python object per message."""
-    parts: list[bytes] = []
-    size, base = 0, None
-    for offset, chunk in chunks:
-        base = offset if base is None else base
-        parts.append(chunk)
-        size += len(chunk)
-        if size >= block_bytes:
-            buf = b"".join(parts)
-            cols, used = scan_ndjson(buf, base, framing)
-            _log_errors(errors, cols.errors)
-            if len(cols):
-                yield columns_batch(journal, cols)
-            parts, size, base = [buf[used:]], len(buf) - used, base + used
-    buf = b"".join(parts)
-    if buf:
-        cols, used = scan_ndjson(buf, base, framing)
-        _log_errors(errors, cols.errors)
-        if len(cols):
-            yield columns_batch(journal, cols)
-        if used < len(buf):  # pieces end on append boundaries; this is a torn message
-            log.warning("journal=%s %d bytes at offset %d end without a newline; skipped",
-                        journal, len(buf) - used, base + used)
+    """Read-uncommitted NDJSON pieces as Arrow batches, scanned a block at a time."""
+    scanner = BlockScanner(framing, errors, block_bytes)
+    for cols in scanner.scan(chunks):
+        yield columns_batch(journal, cols)
+    if scanner.buffered:  # pieces end on append boundaries; this is a torn message
+        log.warning("journal=%s %d bytes at offset %d end without a newline; skipped",
+                    journal, scanner.buffered, scanner.buffered_at)
 
 
-def _log_errors(errors: DecodeErrors, found) -> None:
-    for error in found:
-        on_decode_error(errors, error)
+def scan_range(client: BrokerClient, journal: str, scanner: BlockScanner, begin: int, end: int) -> Iterator[Columns]:
+    """`decode_range` in blocks: the messages that *begin* in ``[begin, end)``,
+    reading a message that straddles ``end`` on to its end (``scanner.last_end``
+    is then past it). Persisted content is read from stores."""
+    with RetryReader(client, journal, begin, block=False, end_offset=end, offload=True) as reader:
+        yield from scanner.scan(reader)
+    if not scanner.buffered:
+        return
+    with RetryReader(client, journal, end, block=False, offload=True) as rest:
+        for offset, chunk in rest:
+            cut = chunk.find(b"\n")
+            scanner.feed(offset, chunk if cut < 0 else chunk[:cut + 1])
+            if cut >= 0:
+                if (cols := scanner.flush()) is not None:
+                    yield cols
+                return
+    log.warning("journal=%s a message straddling offset %d has no end (content pruned?)", journal, end)
 
 
 def decode_fragment(piece: Piece, framing: Framing, errors: DecodeErrors) -> Iterator[Frame]:
@@ -168,3 +221,54 @@ def replayer(client: BrokerClient, framing: Framing, errors: DecodeErrors) -> Re
             yield Envelope(journal, f.begin, f.end, f.uuid, f.value)
 
     return replay
+
+
+def committed_batches(journal: str, blocks: Iterable[Columns], seq: Sequencer, replay: Replay,
+                      include_acks: bool) -> Iterator[pa.RecordBatch]:
+    """Read-committed Arrow batches of scanned blocks [I-SEQ-1]: the Sequencer's
+    common case in bulk (`sequence_block`; rows taken from the block's columns),
+    envelopes it must decide one by one through a `RowBuffer`, order kept."""
+    rows = RowBuffer(journal)
+    for cols in blocks:
+        whole = None  # The block as one batch, built at its first bulk run.
+        for item in sequence_block(journal, cols, seq, replay, include_acks):
+            if isinstance(item, np.ndarray):
+                if len(item):
+                    if (batch := rows.flush()) is not None:
+                        yield batch
+                    whole = columns_batch(journal, cols) if whole is None else whole
+                    yield select_rows(whole, item)
+            elif (batch := rows.add(item.begin, item.end, item.uuid, item.value)) is not None:
+                yield batch
+    if (batch := rows.flush()) is not None:
+        yield batch
+
+
+def split_committed(client: BrokerClient, pieces: list[Piece], framing: NDJSONFraming, errors: DecodeErrors,
+                    ring_size: int, split_bytes: int) -> list[tuple[Checkpoint, tuple[Piece, ...]]]:
+    """Driver: cut a journal's pieces into read-committed partitions of about
+    ``split_bytes`` (at piece boundaries, which are message boundaries), each with
+    the Sequencer checkpoint at its first byte. One pass over the journal scans and
+    sequences in bulk but builds no rows; a partition then resumes from its
+    checkpoint exactly as a streaming slice resumes from its snapshot (a span
+    open at its start is replayed from the journal when its ACK comes) [I-SEQ-1].
+    Not pruned: the partitions together emit what one pass over the journal would."""
+    if split_bytes <= 0 or sum(p.end - p.begin for p in pieces) <= split_bytes:
+        return [(Checkpoint({}), tuple(pieces))]
+    seq, scanner = Sequencer(ring_size=ring_size), BlockScanner(framing, errors)
+    replay, journal = replayer(client, framing, errors), pieces[0].journal
+    out: list[tuple[Checkpoint, tuple[Piece, ...]]] = []
+    group: list[Piece] = []
+    for piece in pieces:
+        if not group or sum(p.end - p.begin for p in group) >= split_bytes:
+            offsets, states = seq.checkpoint(0)
+            group = []
+            out.append((Checkpoint(offsets, tuple(states)), ()))
+        group.append(piece)
+        out[-1] = (out[-1][0], tuple(group))
+        if piece is pieces[-1]:
+            break  # Nothing follows the last piece: no checkpoint to compute.
+        for cols in scanner.scan(piece_chunks(client, piece)):
+            for _ in sequence_block(journal, cols, seq, replay, include_acks=True):
+                pass
+    return out

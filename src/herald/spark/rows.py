@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from herald.message.uuid import GREGORIAN_OFFSET_100NS
 
-__all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "RowBuffer"]
+__all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "RowBuffer", "columns_batch", "select_rows"]
 
 SPARK_SCHEMA = (
     "journal string, begin long, end long, uuid string, producer string, "
@@ -117,16 +117,30 @@ class RowBuffer:
         return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
 
 
+def _repeated(text: str, n: int) -> pa.Array:
+    """``n`` copies of ``text`` as a string array, built from its buffers."""
+    data = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int64) * len(data)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data * n))
+
+
 def columns_batch(journal: str, cols) -> pa.RecordBatch:
     """A record batch straight from `herald.message.columnar.Columns` (no per-row work)."""
     n = len(cols)
     values = pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(cols.offsets),
                                                          pa.py_buffer(cols.values)])
     columns = [
-        pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), [journal]).cast(pa.string()),
+        _repeated(journal, n),
         pa.array(cols.begins, pa.int64()),
         pa.array(cols.ends, pa.int64()),
         *_packed_uuid_columns(np.ascontiguousarray(cols.uuids).tobytes(), cols.has_uuid),
         values,
     ]
     return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+
+
+def select_rows(batch: pa.RecordBatch, rows: np.ndarray) -> pa.RecordBatch:
+    """``rows`` of ``batch``, in that order (the batch itself if that is all of it)."""
+    if len(rows) == batch.num_rows and bool((np.diff(rows) > 0).all()):
+        return batch
+    return batch.take(pa.array(rows, pa.int64()))

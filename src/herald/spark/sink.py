@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
@@ -51,6 +52,7 @@ from herald.message import (
 from herald.protocol.errors import HeraldError, Status, ValidationError
 from herald.protocol.labels import LabelSet
 from herald.spark.options import HeraldOptions
+from herald.spark.publishing import publish_bulk
 from herald.spark.state import atomic_write
 
 __all__ = [
@@ -106,7 +108,13 @@ def publish_rows(opts: HeraldOptions, batches: Iterable[pa.RecordBatch], seed: i
             raise ValidationError("selector", f"{opts.selector!r} matches no journals to write to")
         publisher = Publisher(service, infos, mapping=opts.mapping, rnd=random.Random(seed),
                               uuid_field=opts.uuid_field)
+        rng = np.random.default_rng(seed)
         for batch in batches:
+            bulk = publish_bulk(publisher, batch, opts.uuid_field, opts.mapping, rng)
+            if bulk is not None:
+                futures |= bulk
+                rows += batch.num_rows
+                continue
             names = batch.schema.names
             values = _as_bytes(batch.column(names.index("value")), batch.num_rows)
             keys = _as_bytes(batch.column(names.index("key")) if "key" in names else None, batch.num_rows)

@@ -14,8 +14,9 @@ saves the snapshot at ``end`` (see `herald.spark.state` and docs/spark.md).
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -23,12 +24,24 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxBytes, SupportsTriggerAvailableNow
 
 from herald.client import BrokerClient
-from herald.message import Checkpoint, Envelope, Sequencer, duration_to_clock, framing_for, sequence
+from herald.message import Checkpoint, Envelope, Framing, Sequencer, duration_to_clock, framing_for, sequence
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming, content_type_of
 from herald.spark.options import HeraldOptions
-from herald.spark.reading import Piece, decode_fragment, decode_range, piece_chunks, plan_pieces, replayer, scan_batches
-from herald.spark.rows import SPARK_SCHEMA, RowBuffer
+from herald.spark.reading import (
+    BlockScanner,
+    Piece,
+    committed_batches,
+    decode_fragment,
+    decode_range,
+    piece_chunks,
+    plan_pieces,
+    replayer,
+    scan_batches,
+    scan_range,
+    split_committed,
+)
+from herald.spark.rows import SPARK_SCHEMA, RowBuffer, columns_batch
 from herald.spark.state import Snapshot, SnapshotStore
 
 __all__ = ["HeraldDataSource"]
@@ -80,12 +93,15 @@ class HeraldDataSource(DataSource):
 
 @dataclass(frozen=True, slots=True)
 class BatchPart:
-    """One input partition of a batch read: one piece (read-uncommitted), or all
-    of a journal's pieces in order (read-committed: one sequencer per journal)."""
+    """One input partition of a batch read: consecutive pieces of a journal
+    (read-uncommitted, up to ``maxPartitionBytes``), or a journal's pieces in
+    order (read-committed: one sequencer, starting from ``checkpoint``, the
+    Sequencer's state at the first piece's begin)."""
 
     opts: HeraldOptions
     content_type: str
     pieces: tuple[Piece, ...]
+    checkpoint: Checkpoint = Checkpoint({})
 
 
 class BatchReader(DataSourceReader):
@@ -99,10 +115,22 @@ class BatchReader(DataSourceReader):
             for journal, content_type in sorted(_content_types(client, self.opts.selector).items()):
                 pieces = tuple(plan_pieces(client, journal))
                 if self.opts.committed:
-                    parts.append(InputPartition(BatchPart(self.opts, content_type, pieces)))
+                    parts += [InputPartition(BatchPart(self.opts, content_type, group, checkpoint))
+                              for checkpoint, group in self._committed_split(client, content_type, pieces)]
                 else:
-                    parts += [InputPartition(BatchPart(self.opts, content_type, (p,))) for p in pieces]
+                    parts += [InputPartition(BatchPart(self.opts, content_type, group))
+                              for group in _packed(pieces, self.opts.max_partition_bytes)]
         return parts or [InputPartition(BatchPart(self.opts, DEFAULT_CONTENT_TYPE, ()))]
+
+    def _committed_split(self, client: BrokerClient, content_type: str,
+                         pieces: tuple[Piece, ...]) -> list[tuple[Checkpoint, tuple[Piece, ...]]]:
+        """NDJSON journals longer than ``splitBytes`` become several partitions, each
+        from a checkpoint computed here (`split_committed`); others one partition."""
+        framing = framing_for(content_type, self.opts.uuid_field)
+        if not pieces or not isinstance(framing, NDJSONFraming):
+            return [(Checkpoint({}), pieces)]
+        return split_committed(client, list(pieces), framing, self.opts.decode_errors(pieces[0].journal),
+                               self.opts.ring_size, self.opts.split_bytes)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: decode the partition's pieces into Arrow batches."""
@@ -112,10 +140,8 @@ class BatchReader(DataSourceReader):
         framing = framing_for(part.content_type, part.opts.uuid_field)
         journal = part.pieces[0].journal
         errors = part.opts.decode_errors(journal)
-        if not part.opts.committed and isinstance(framing, NDJSONFraming):
-            with part.opts.client() as client:
-                for piece in part.pieces:  # the bulk path: numpy scan, no object per message
-                    yield from scan_batches(piece_chunks(client, piece), journal, framing, errors)
+        if isinstance(framing, NDJSONFraming):  # the bulk path: numpy scan, no object per message
+            yield from _scan_pieces(part, framing, errors)
             return
         rows = RowBuffer(journal)
         with part.opts.client() as client:
@@ -133,6 +159,40 @@ class BatchReader(DataSourceReader):
                         yield batch
         if (batch := rows.flush()) is not None:
             yield batch
+
+
+def _packed(pieces: tuple[Piece, ...], max_bytes: int) -> list[tuple[Piece, ...]]:
+    """Consecutive pieces packed into groups of at most ``max_bytes`` (a piece
+    larger than that alone), as Spark packs files into partitions: each
+    partition costs a task (~60 ms of Spark's overhead here), so small
+    fragments are not worth one each."""
+    groups: list[list[Piece]] = []
+    size = 0
+    for piece in pieces:
+        if not groups or size + piece.end - piece.begin > max_bytes:
+            groups.append([])
+            size = 0
+        groups[-1].append(piece)
+        size += piece.end - piece.begin
+    return [tuple(g) for g in groups]
+
+
+def _scan_pieces(part: BatchPart, framing: NDJSONFraming, errors: DecodeErrors) -> Iterator[pa.RecordBatch]:
+    """NDJSON pieces scanned in blocks; read-committed through the bulk Sequencer.
+    Persisted pieces come from their stores: no broker client unless needed."""
+    journal = part.pieces[0].journal
+    needs_client = part.opts.committed or any(p.fragment is None for p in part.pieces)
+    with part.opts.client() if needs_client else contextlib.nullcontext() as client:
+        if not part.opts.committed:
+            for piece in part.pieces:
+                yield from scan_batches(piece_chunks(client, piece), journal, framing, errors)
+            return
+        assert client is not None
+        chunks = (chunk for piece in part.pieces for chunk in piece_chunks(client, piece))
+        blocks = BlockScanner(framing, errors).scan(chunks)
+        seq = Sequencer.from_checkpoint(part.checkpoint, part.opts.ring_size)
+        yield from committed_batches(journal, blocks, seq, replayer(client, framing, errors),
+                                     part.opts.include_acks)
 
 
 def _piece_frames(client: BrokerClient, piece: Piece, framing: object, errors: DecodeErrors) -> Iterator:
@@ -254,27 +314,50 @@ def read_slice(s: StreamSlice) -> Iterator[pa.RecordBatch]:
     store = SnapshotStore(s.opts.state_location)
     snap = store.load(s.journal, s.start) or Snapshot(s.start, Checkpoint({}))
     framing = framing_for(s.content_type, s.opts.uuid_field)
-    rows = RowBuffer(s.journal)
     resume = max(snap.resume, s.start)
     seq = Sequencer.from_checkpoint(snap.checkpoint, s.opts.ring_size)
     errors = s.opts.decode_errors(s.journal)
     with s.opts.client() as client:
-        frames = _tracked(decode_range(client, s.journal, framing, resume, s.end, errors)
-                          if resume < s.end else iter(()))
-        if s.opts.committed:
-            envelopes = (Envelope(s.journal, f.begin, f.end, f.uuid, f.value) for f in frames)
-            out = ((e.begin, e.end, e.uuid, e.value) for e in sequence(
-                envelopes, seq, replayer(client, framing, errors), s.opts.include_acks))
+        if isinstance(framing, NDJSONFraming):
+            last_end = yield from _scan_slice(s, client, framing, errors, seq, resume)
         else:
-            out = ((f.begin, f.end, f.uuid, f.value) for f in frames)
-        for row in out:
-            if (batch := rows.add(*row)) is not None:
-                yield batch
+            last_end = yield from _decode_slice(s, client, framing, errors, seq, resume)
+    offsets, states = seq.checkpoint(PRUNE_HORIZON_CLOCK)
+    resume = max(resume, s.end, last_end)  # Past a message straddling ``end``.
+    store.save(s.journal, s.end, Snapshot(resume, Checkpoint(offsets, tuple(states))))
+
+
+def _scan_slice(s: StreamSlice, client: BrokerClient, framing: NDJSONFraming, errors: DecodeErrors,
+                seq: Sequencer, resume: int) -> Generator[pa.RecordBatch, None, int]:
+    """NDJSON: blocks scanned with numpy, sequenced in bulk; returns the end of the last message."""
+    scanner = BlockScanner(framing, errors)
+    blocks = scan_range(client, s.journal, scanner, resume, s.end) if resume < s.end else iter(())
+    if s.opts.committed:
+        yield from committed_batches(s.journal, blocks, seq, replayer(client, framing, errors), s.opts.include_acks)
+    else:
+        for cols in blocks:
+            yield columns_batch(s.journal, cols)
+    return scanner.last_end
+
+
+def _decode_slice(s: StreamSlice, client: BrokerClient, framing: Framing, errors: DecodeErrors,
+                  seq: Sequencer, resume: int) -> Generator[pa.RecordBatch, None, int]:
+    """Other framings: one `Frame` per message, sequenced one by one."""
+    rows = RowBuffer(s.journal)
+    frames = _tracked(decode_range(client, s.journal, framing, resume, s.end, errors)
+                      if resume < s.end else iter(()))
+    if s.opts.committed:
+        envelopes = (Envelope(s.journal, f.begin, f.end, f.uuid, f.value) for f in frames)
+        out = ((e.begin, e.end, e.uuid, e.value) for e in sequence(
+            envelopes, seq, replayer(client, framing, errors), s.opts.include_acks))
+    else:
+        out = ((f.begin, f.end, f.uuid, f.value) for f in frames)
+    for row in out:
+        if (batch := rows.add(*row)) is not None:
+            yield batch
     if (batch := rows.flush()) is not None:
         yield batch
-    offsets, states = seq.checkpoint(PRUNE_HORIZON_CLOCK)
-    resume = max(resume, s.end, frames.last_end)  # Past a message straddling ``end``.
-    store.save(s.journal, s.end, Snapshot(resume, Checkpoint(offsets, tuple(states))))
+    return frames.last_end
 
 
 class _tracked:

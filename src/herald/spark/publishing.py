@@ -1,0 +1,138 @@
+"""Arrow rows → NDJSON messages for the sink, with no Python object per row.
+
+The sink's per-row path (`Publisher.publish_uncommitted_batch`) frames each body
+with `NDJSONFraming.encode`: ~3 µs a message. Here a whole `pa.RecordBatch` is
+mapped to journals with numpy (`random`, or FNV-1a of the ``key`` column for
+``modulo`` / ``rendezvous``, as `herald.message.mapping` does one key at a time)
+and framed with Arrow kernels: ``{"UUID":"<text>",`` + the body after its ``{``
++ ``\\n``, each journal's rows stamped in one append-slot hold. A batch holding
+anything the fast path does not frame exactly as ``encode`` would (a null, a body
+that is not an object or is empty, a newline, a leading UUID field it cannot
+strip) returns None, and the caller takes the per-row path, which frames or
+rejects it with the usual error. Runs in executors.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from herald.client import Publisher
+from herald.message.columnar import fnv1a32_many, uuid_text
+from herald.message.framing import NDJSONFraming
+from herald.message.mapping import fnv1a32
+
+__all__ = ["publish_bulk"]
+
+_STOP = (1 << 31) - 1  # binary_slice needs an explicit stop (pyarrow 26)
+_NEWLINE, _NOTHING = pa.scalar(b"\n", pa.binary()), pa.scalar(b"", pa.binary())
+_SPACES = np.array([0x20, 0x09, 0x0D, 0x0A, 0x0B, 0x0C], dtype=np.uint8)
+
+
+def _buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets (n + 1, int64) and data (uint8) of a binary array, zero copy."""
+    n = len(array)
+    offsets = np.frombuffer(array.buffers()[1], np.int32, n + 1, array.offset * 4).astype(np.int64)
+    data_buf = array.buffers()[2]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    return offsets, data
+
+
+def _as_binary(column: pa.Array) -> pa.Array:
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return column if column.type == pa.binary() else column.cast(pa.binary())
+
+
+def ndjson_tails(values: pa.Array, prefix: bytes) -> pa.Array | None:
+    """Each body after its opening brace — and after a leading ``prefix`` UUID
+    field it already carries (a journal → journal copy; the sink's `_strip_uuid`)
+    — or None if any row is off the fast path."""
+    vals = _as_binary(values)
+    if vals.null_count or not len(vals):
+        return None
+    offsets, data = _buffers(vals)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    if (lengths < 2).any() or (data[offsets[0]:offsets[-1]] == 0x0A).any() or (data[starts] != 0x7B).any():
+        return None
+    plen, width = len(prefix), len(prefix) + 38
+    leads = np.zeros(len(vals), dtype=bool)  # Begins with the UUID field.
+    room = np.flatnonzero(lengths >= plen)
+    if len(room):
+        heads = np.lib.stride_tricks.sliding_window_view(data, plen)[starts[room]]
+        leads[room] = (heads == np.frombuffer(prefix, np.uint8)).all(axis=1)
+    copied = leads & (lengths > width)
+    at = starts[copied]
+    copied[copied] = (data[at + plen + 36] == 0x22) & (data[at + plen + 37] == 0x2C)
+    if (leads & ~copied).any():
+        return None
+    skip = np.where(copied, width, 1)
+    if np.isin(data[starts + skip], _SPACES).any() or (data[starts + skip] == 0x7D).any():
+        return None  # An empty object: encode writes it differently.
+    tails = pc.binary_slice(vals, 1, _STOP)
+    if copied.any():
+        tails = pc.if_else(pa.array(copied), pc.binary_slice(vals, width, _STOP), tails)
+    return tails
+
+
+def ndjson_lines(prefix: bytes, uuids: np.ndarray, tails: pa.Array) -> bytes:
+    """``prefix`` + UUID text + ``",`` + tail + ``\\n`` for every row, as one bytes."""
+    n, plen = len(tails), len(prefix)
+    heads = np.empty((n, plen + 38), dtype=np.uint8)
+    heads[:, :plen] = np.frombuffer(prefix, np.uint8)
+    heads[:, plen:plen + 36] = uuid_text(uuids)
+    heads[:, plen + 36], heads[:, plen + 37] = 0x22, 0x2C
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(plen + 38)
+    head_array = pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(heads)])
+    lines = pc.binary_join_element_wise(head_array, tails, _NEWLINE, _NOTHING)
+    line_offsets, _ = _buffers(lines)
+    return bytes(memoryview(lines.buffers()[2])[line_offsets[0]:line_offsets[-1]])
+
+
+def map_rows(mapping: str, names: list[str], keys: pa.Array | None, n: int,
+             rng: np.random.Generator) -> np.ndarray:
+    """The index into ``names`` of every row's journal: ``random`` (or no key, or
+    a null key) draws from ``rng``; ``modulo`` / ``rendezvous`` hash the key."""
+    drawn = rng.integers(0, len(names), n)
+    if keys is None or mapping == "random":
+        return drawn
+    keys = _as_binary(keys)
+    offsets, data = _buffers(keys)
+    hashes = fnv1a32_many(data, offsets)
+    if mapping == "modulo":
+        index = (hashes % np.uint32(len(names))).astype(np.int64)
+    else:  # rendezvous: the largest hash XOR name hash; the first wins ties.
+        name_hashes = np.array([fnv1a32(name.encode()) for name in names], dtype=np.uint32)
+        index = np.argmax(hashes[:, None] ^ name_hashes[None, :], axis=1)
+    if keys.null_count:
+        nulls = np.asarray(keys.is_null())
+        index[nulls] = drawn[nulls]
+    return index
+
+
+def publish_bulk(publisher: Publisher, batch: pa.RecordBatch, uuid_field: str, mapping: str,
+                 rng: np.random.Generator) -> set[Future] | None:
+    """Publish ``batch`` (``value``, optional ``key``) as CONTINUE_TXN messages,
+    one slot hold per journal; None (nothing published) if the per-row path must
+    take it: a journal that is not NDJSON with ``uuid_field``, or a row off the
+    fast path."""
+    names, framings = publisher.partitions()
+    if not names or not all(isinstance(f, NDJSONFraming) and f.uuid_field == uuid_field
+                            for f in framings.values()):
+        return None
+    prefix = NDJSONFraming(uuid_field)._prefix
+    columns = batch.schema.names
+    tails = ndjson_tails(batch.column(columns.index("value")), prefix)
+    if tails is None:
+        return None
+    keys = batch.column(columns.index("key")) if "key" in columns else None
+    index = map_rows(mapping, names, keys, len(tails), rng)
+    futures = set()
+    for j in np.unique(index).tolist():
+        rows = tails if len(names) == 1 else tails.take(pa.array(np.flatnonzero(index == j)))
+        futures.add(publisher.publish_uncommitted_framed(
+            names[j], len(rows), lambda uuids, rows=rows: ndjson_lines(prefix, uuids, rows)))
+    return futures

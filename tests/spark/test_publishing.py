@@ -1,0 +1,60 @@
+"""The sink's bulk framing and mapping equal the per-row path (no Spark needed)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import orjson
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from herald.message import NDJSONFraming, build_uuid, modulo_mapping, rendezvous_mapping
+from herald.spark.publishing import map_rows, ndjson_lines, ndjson_tails
+from herald.spark.sink import _strip_uuid
+
+FRAMING = NDJSONFraming()
+PREFIX = FRAMING._prefix
+UUID_TEXT = "1f0c8e2a-7b3d-11ef-8000-0102030405a6"
+
+bodies = st.one_of(
+    st.dictionaries(st.text(max_size=5), st.one_of(st.integers(-1000, 1000), st.text(max_size=8)), max_size=3).map(orjson.dumps),
+    st.builds(lambda d: b'{"UUID":"%s",' % UUID_TEXT.encode() + orjson.dumps(d)[1:],
+              st.dictionaries(st.text(max_size=4), st.integers(0, 99), min_size=1, max_size=2)),
+    st.sampled_from([b"{}", b"{ }", b'{"UUID":"%s"}' % UUID_TEXT.encode(), b'{"a":1}\n', b'{"a":\n1}',
+                     b"[1]", b"", b'{"UUID":"short"}', b'{"UUID":"%s"' % UUID_TEXT.encode()]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(bodies, min_size=1, max_size=12), st.booleans())
+def test_bulk_framing_equals_encode_or_declines(values, as_text):
+    array = pa.array([v.decode("utf-8", "replace") for v in values]) if as_text else pa.array(values, pa.binary())
+    if as_text:
+        values = [v.decode("utf-8", "replace").encode() for v in values]
+    tails = ndjson_tails(array, PREFIX)
+    if tails is None:
+        return  # The per-row path takes this batch (and frames or rejects it).
+    uuids = np.frombuffer(b"".join(build_uuid(os.urandom(6), 1 << 60 | i << 4, 1) for i in range(len(values))),
+                          np.uint8).reshape(-1, 16)
+    want = b"".join(FRAMING.encode(_strip_uuid(PREFIX, v), u.tobytes()) for v, u in zip(values, uuids))
+    assert ndjson_lines(PREFIX, uuids, tails) == want
+
+
+def test_ordinary_objects_and_copies_take_the_bulk_path():
+    copy = b'{"UUID":"%s","a":1}' % UUID_TEXT.encode()
+    assert ndjson_tails(pa.array([b'{"a":1}', copy], pa.binary()), PREFIX) is not None
+    assert ndjson_tails(pa.array([b'{"a":1}', None], pa.binary()), PREFIX) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=40)), min_size=1, max_size=30), st.integers(1, 7))
+def test_bulk_mapping_equals_the_mappings(keys, journals):
+    names = [f"out/{i:03d}" for i in range(journals)]
+    array = pa.array(keys, pa.binary())
+    for mapping, one in (("modulo", modulo_mapping), ("rendezvous", rendezvous_mapping)):
+        index = map_rows(mapping, names, array, len(keys), np.random.default_rng(1))
+        for key, i in zip(keys, index.tolist()):
+            if key is not None:
+                assert names[i] == one(key, names)
