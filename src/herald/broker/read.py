@@ -110,11 +110,27 @@ async def _fragment_chunks(journal: Journal, located: Located, limit: int) -> As
     store = _store_of(journal, fragment.store)
     loop = asyncio.get_running_loop()
     chunks = _remote_chunks(store, fragment, located.offset, limit)
-    while True:
-        chunk = await loop.run_in_executor(None, next, chunks, None)
-        if chunk is None:
-            return
-        yield chunk
+    # One chunk ahead: the executor decodes the next while this one is written out.
+    pending = loop.run_in_executor(None, next, chunks, None)
+    try:
+        while (chunk := await pending) is not None:
+            pending = loop.run_in_executor(None, next, chunks, None)
+            yield chunk
+    finally:
+        _close_after(loop, pending, chunks)
+
+
+def _close_after(loop: asyncio.AbstractEventLoop, pending: asyncio.Future, chunks: Iterator) -> None:
+    """Close ``chunks`` (its store file) in the executor once ``pending`` — a
+    ``next(chunks)`` still running there when the reader went away — is done."""
+    def close(done: asyncio.Future) -> None:
+        if not done.cancelled():
+            done.exception()  # retrieved: the reader is gone, nobody else will
+        loop.run_in_executor(None, chunks.close)
+    if pending.done():
+        close(pending)
+    else:
+        pending.add_done_callback(close)
 
 
 def _store_of(journal: Journal, url: str) -> Store:
@@ -125,13 +141,17 @@ def _store_of(journal: Journal, url: str) -> Store:
 
 
 def _remote_chunks(store: Store, fragment, offset: int, limit: int) -> Iterator[bytes]:
-    """Decompressed bytes of ``fragment`` in ``[offset, limit)`` (runs in an executor)."""
+    """Decompressed bytes of ``fragment`` in ``[offset, limit)`` (runs in an executor,
+    one ``next`` at a time). Chunks are yielded whole, or as views when the range
+    cuts them: never copied."""
     pos = fragment.begin
     with store.open(fragment.content_path) as f:
         for chunk in decompressing_reader(f, fragment.codec):
             lo, hi = max(offset - pos, 0), min(limit - pos, len(chunk))
             pos += len(chunk)
-            if hi > lo:
-                yield chunk[lo:hi]
+            if lo == 0 and hi == len(chunk):
+                yield chunk
+            elif hi > lo:
+                yield memoryview(chunk)[lo:hi]  # type: ignore[misc]  # bytes-like
             if pos >= limit:
                 return
