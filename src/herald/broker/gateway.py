@@ -26,7 +26,7 @@ from herald.broker.metrics import METRICS
 from herald.broker.proxy import Forwarded, forward, is_proxied, route_revision
 from herald.broker.read import StoreTroubleLog, stream
 from herald.broker.service import Broker
-from herald.broker.zerocopy import ZeroCopyRead, plan_zero_copy, send_zero_copy, supports_zero_copy
+from herald.broker.zerocopy import ChunkedSocketWriter, ZeroCopyRead, plan_zero_copy, send_zero_copy, supports_zero_copy
 from herald.protocol.errors import (
     HeraldError,
     JournalNotFoundError,
@@ -297,12 +297,14 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
     response.content_type = "application/octet-stream"
     await response.prepare(request)
     counter = METRICS.read_bytes.labels(journal.spec.name)
+    direct = _direct_writer(request, response)
+    write = direct.write if direct is not None else response.write
     try:
         if first:
-            await response.write(first)
+            await write(first)
             counter.inc(len(first))
         async for _offset, chunk in chunks:
-            await response.write(chunk)
+            await write(chunk)
             counter.inc(len(chunk))
     except OSError as err:
         # The status line is already sent: end the stream early; the client sees the
@@ -311,6 +313,16 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
         return response
     await response.write_eof()
     return response
+
+
+def _direct_writer(request: web.Request, response: web.StreamResponse) -> ChunkedSocketWriter | None:
+    """A writer that sends chunks without holding the GIL, where the connection
+    allows (plain TCP, a chunked body); else None and aiohttp writes them."""
+    transport = request.transport
+    if (transport is None or not supports_zero_copy(transport)
+            or response.headers.get("Transfer-Encoding") != "chunked"):
+        return None
+    return ChunkedSocketWriter(transport)
 
 
 async def _send_files(request: web.Request, broker: Broker, journal: Journal,

@@ -17,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from herald.broker.journal import Journal
 from herald.fragment.index import Located
 from herald.protocol.journal import CompressionCodec
 
-__all__ = ["ZeroCopyRead", "plan_zero_copy", "send_zero_copy", "supports_zero_copy"]
+__all__ = ["ChunkedSocketWriter", "ZeroCopyRead", "plan_zero_copy", "send_zero_copy", "supports_zero_copy"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,14 +116,57 @@ async def send_zero_copy(transport: asyncio.BaseTransport, read: ZeroCopyRead) -
     goes away; the caller then closes the connection, since its promised length
     was not met."""
     loop = asyncio.get_running_loop()
-    # A descriptor of our own: should the transport close its socket meanwhile, its
-    # number cannot be reused under us for another connection.
-    out = os.dup(transport.get_extra_info("socket").fileno())
-    try:
+    with _socket_of(transport) as out:
         while transport.get_write_buffer_size():  # type: ignore[attr-defined]
             await _writable(loop, out)
         for r in read.ranges:
             await _send_range(loop, out, r)
+
+
+class ChunkedSocketWriter:
+    """Writes a chunked body's chunks straight to the socket with ``os.writev``,
+    which drops the GIL while the kernel copies: uvloop's transport holds it for
+    the whole copy, and a decoding executor thread then waits on it instead of
+    decoding the next chunk (py-spy ``--gil``: 60% of GIL-held samples were
+    aiohttp's ``_writelines``). Same bytes on the wire as aiohttp's chunked writer;
+    the caller ends the body with its ``write_eof``. Each write first lets the
+    transport's own buffer (the headers) go out, and uses a descriptor of its own
+    only while it writes: a blocking read idling at the write head holds none."""
+
+    def __init__(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport
+        self._loop = asyncio.get_running_loop()
+
+    async def write(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        with _socket_of(self._transport) as out:
+            while self._transport.get_write_buffer_size():  # type: ignore[attr-defined]
+                await _writable(self._loop, out)
+            parts: list = [b"%x\r\n" % len(chunk), memoryview(chunk), b"\r\n"]
+            while parts:
+                try:
+                    sent = os.writev(out, parts)
+                except BlockingIOError:
+                    await _writable(self._loop, out)
+                    continue
+                while parts and sent >= len(parts[0]):
+                    sent -= len(parts.pop(0))
+                if parts and sent:
+                    parts[0] = memoryview(parts[0])[sent:]
+
+
+@contextlib.contextmanager
+def _socket_of(transport: asyncio.BaseTransport) -> Iterator[int]:
+    """A dup of the transport's socket descriptor, closed on exit: should the
+    transport close its own meanwhile, the number cannot be reused under us for
+    another connection."""
+    sock = None if transport.is_closing() else transport.get_extra_info("socket")
+    if sock is None:
+        raise ConnectionResetError("the connection is closed")
+    out = os.dup(sock.fileno())
+    try:
+        yield out
     finally:
         os.close(out)
 
