@@ -9,6 +9,7 @@ import pytest
 
 from herald.client import AsyncBrokerClient, BrokerClient
 from herald.client import _protocol as ops
+from herald.client.broker import READ_RECV_BYTES
 from herald.keyspace.base import Change
 from herald.protocol.errors import (
     HeraldError,
@@ -164,3 +165,28 @@ def test_client_pickles_as_its_settings_and_head_reports_the_fragment(client):
         head = copy.head("a/one", 4)
     assert (head.offset, head.write_head) == (4, 10)
     assert head.fragment_name and head.fragment_name.startswith("0000000000000000-000000000000000a-")
+
+
+def test_streamed_reads_ask_the_socket_for_a_mebibyte_at_a_time(client, broker):
+    """httpcore's 64 KiB reads cost most of the client's CPU at a GB/s; if an httpx
+    or httpcore upgrade moves the attribute `_widen_reads` sets, this notices."""
+    create(client, "a/wide")
+    client.append("a/wide", b"x\n")
+
+    def connection(response):
+        stream = response.stream
+        for attribute in ("_stream", "_httpcore_stream", "_stream", "_connection"):
+            stream = getattr(stream, attribute)
+        return stream
+
+    with client.read("a/wide") as reader:
+        reader.open()
+        assert connection(reader._response).READ_NUM_BYTES == READ_RECV_BYTES
+
+    async def read_async():
+        async with AsyncBrokerClient(broker.url) as aclient:
+            reader = aclient.read("a/wide")
+            assert [chunk async for _, chunk in reader] == [b"x\n"]
+            return connection(reader._response).READ_NUM_BYTES
+
+    assert asyncio.run(read_async()) == READ_RECV_BYTES

@@ -27,6 +27,7 @@ from herald.broker.metrics import METRICS
 from herald.broker.proxy import Forwarded, forward, is_proxied, route_revision
 from herald.broker.read import StoreTroubleLog, stream
 from herald.broker.service import Broker
+from herald.broker.zerocopy import ChunkedSocketWriter, ZeroCopyRead, plan_zero_copy, send_zero_copy, supports_zero_copy
 from herald.protocol.errors import (
     HeraldError,
     JournalNotFoundError,
@@ -283,6 +284,10 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
         raise OffsetNotYetAvailableError(
             f"offset {offset} is not yet available (write head is {journal.write_head})",
             write_head=journal.write_head)
+    if not block and supports_zero_copy(request.transport):
+        read = plan_zero_copy(journal, offset, end_offset)
+        if read is not None:
+            return await _send_files(request, broker, journal, read)
     chunks = stream(journal, offset, block, end_offset, broker.stopping)
     first = None
     if offset < journal.write_head:
@@ -293,18 +298,55 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
     response.content_type = "application/octet-stream"
     await response.prepare(request)
     counter = METRICS.read_bytes.labels(journal.spec.name)
+    direct = _direct_writer(request, response)
+    write = direct.write if direct is not None else response.write
     try:
         if first:
-            await response.write(first)
+            await write(first)
             counter.inc(len(first))
         async for _offset, chunk in chunks:
-            await response.write(chunk)
+            await write(chunk)
             counter.inc(len(chunk))
     except OSError as err:
         # The status line is already sent: end the stream early; the client sees the
         # offset it got to and reopens there, where _first_chunk reports the cause.
         store_trouble.warn(journal, offset, err)
         return response
+    await response.write_eof()
+    return response
+
+
+def _direct_writer(request: web.Request, response: web.StreamResponse) -> ChunkedSocketWriter | None:
+    """A writer that sends chunks without holding the GIL, where the connection
+    allows (plain TCP, a chunked body); else None and aiohttp writes them."""
+    transport = request.transport
+    if (transport is None or not supports_zero_copy(transport)
+            or response.headers.get("Transfer-Encoding") != "chunked"):
+        return None
+    return ChunkedSocketWriter(transport)
+
+
+async def _send_files(request: web.Request, broker: Broker, journal: Journal,
+                      read: ZeroCopyRead) -> web.StreamResponse:
+    """A non-blocking read held whole in local uncompressed files: the same status
+    and headers, a ``Content-Length``, and the bytes by ``sendfile``."""
+    with read:
+        response = web.StreamResponse(status=206, headers=read_headers(broker, journal, read.offset))
+        response.content_type = "application/octet-stream"
+        response.content_length = read.size_bytes
+        await response.prepare(request)
+        transport = request.transport
+        try:
+            assert transport is not None
+            await send_zero_copy(transport, read)
+        except (OSError, AssertionError) as err:
+            # Fewer bytes than the promised length: only closing the connection
+            # tells the client, which reopens where it got to.
+            log.debug("journal=%s read at %d ended early: %s", journal.spec.name, read.offset, err)
+            if transport is not None:
+                transport.abort()
+            return response
+        METRICS.read_bytes.labels(journal.spec.name).inc(read.size_bytes)
     await response.write_eof()
     return response
 

@@ -11,6 +11,7 @@ never see uncommitted bytes because the write head only moves after fsync
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import os
 import time
@@ -25,6 +26,7 @@ from herald.fragment.stores import Store
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 20
+READ_AHEAD_CHUNKS = 3
 WARN_EVERY_S = 10.0
 
 
@@ -110,11 +112,68 @@ async def _fragment_chunks(journal: Journal, located: Located, limit: int) -> As
     store = _store_of(journal, fragment.store)
     loop = asyncio.get_running_loop()
     chunks = _remote_chunks(store, fragment, located.offset, limit)
-    while True:
-        chunk = await loop.run_in_executor(None, next, chunks, None)
-        if chunk is None:
+    ahead = _ReadAhead(loop, chunks, READ_AHEAD_CHUNKS)
+    try:
+        while (chunk := await ahead.get()) is not None:
+            yield chunk
+    finally:
+        ahead.close()
+
+
+class _ReadAhead:
+    """Decodes up to ``depth`` chunks of ``chunks`` ahead of the writer, one
+    ``next`` per executor hop (so no executor thread is held while a slow reader
+    drains): with only one ahead, the decoder idled whenever the socket was full.
+    Runs in the event loop; ``close`` closes ``chunks`` (its store file) in the
+    executor once no ``next`` is running there."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, chunks: Iterator[bytes], depth: int) -> None:
+        self._loop, self._chunks, self._depth = loop, chunks, depth
+        self._ready: collections.deque[bytes] = collections.deque()
+        self._pending: asyncio.Future | None = None
+        self._waiter: asyncio.Future | None = None
+        self._error: BaseException | None = None
+        self._done = self._closed = False
+
+    async def get(self) -> bytes | None:
+        """The next chunk, None at the end; raises what decoding raised."""
+        self._fill()
+        while not self._ready and not self._done:
+            self._waiter = self._loop.create_future()
+            await self._waiter
+        if self._ready:
+            chunk = self._ready.popleft()
+            self._fill()
+            return chunk
+        if self._error is not None:
+            raise self._error
+        return None
+
+    def close(self) -> None:
+        self._closed = True
+        if self._pending is None:
+            self._loop.run_in_executor(None, self._chunks.close)
+
+    def _fill(self) -> None:
+        if self._pending is None and not self._done and not self._closed and len(self._ready) < self._depth:
+            self._pending = self._loop.run_in_executor(None, next, self._chunks, None)
+            self._pending.add_done_callback(self._landed)
+
+    def _landed(self, done: asyncio.Future) -> None:
+        self._pending = None
+        if done.cancelled() or done.exception() is not None:
+            self._error = None if done.cancelled() else done.exception()
+            self._done = True
+        elif (chunk := done.result()) is None:
+            self._done = True
+        else:
+            self._ready.append(chunk)
+        if self._closed:
+            self._loop.run_in_executor(None, self._chunks.close)
             return
-        yield chunk
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        self._fill()
 
 
 def _store_of(journal: Journal, url: str) -> Store:
@@ -125,13 +184,17 @@ def _store_of(journal: Journal, url: str) -> Store:
 
 
 def _remote_chunks(store: Store, fragment, offset: int, limit: int) -> Iterator[bytes]:
-    """Decompressed bytes of ``fragment`` in ``[offset, limit)`` (runs in an executor)."""
+    """Decompressed bytes of ``fragment`` in ``[offset, limit)`` (runs in an executor,
+    one ``next`` at a time). Chunks are yielded whole, or as views when the range
+    cuts them: never copied."""
     pos = fragment.begin
     with store.open(fragment.content_path) as f:
         for chunk in decompressing_reader(f, fragment.codec):
             lo, hi = max(offset - pos, 0), min(limit - pos, len(chunk))
             pos += len(chunk)
-            if hi > lo:
-                yield chunk[lo:hi]
+            if lo == 0 and hi == len(chunk):
+                yield chunk
+            elif hi > lo:
+                yield memoryview(chunk)[lo:hi]  # type: ignore[misc]  # bytes-like
             if pos >= limit:
                 return

@@ -82,7 +82,9 @@ class Decompressor:
     """Streaming decompression: ``decompress(chunk)`` as bytes arrive, then ``finish()``.
 
     Chunks may split the input anywhere. ``finish`` raises `CodecError` if the input
-    ended inside a gzip member, snappy chunk or zstd frame.
+    ended inside a gzip member, snappy chunk or zstd frame. What ``decompress``
+    returns is bytes-like (SNAPPY and ZSTANDARD decode into a fresh ``bytearray``,
+    sparing a copy) and the caller's to keep.
     """
 
     def __init__(self, codec: CompressionCodec) -> None:
@@ -210,39 +212,62 @@ class _SnappyCompressor:
 class _SnappyDecompressor:
     """Cuts the framed stream at chunk boundaries (a 1-byte type and 3-byte length
     head every chunk; each holds at most 64 KiB uncompressed) and hands the complete
-    chunks to cramjam, which checks their CRCs."""
+    chunks to cramjam, which checks their CRCs and decodes them straight into one
+    bytearray of the exact uncompressed size (summed from each chunk's length
+    varint): one copy of the output, none of the input beyond buffering it."""
 
     def __init__(self) -> None:
-        self._buf = bytearray()
+        # cramjam wants every call to start with a stream identifier, so the buffer
+        # always begins with one; a repeated identifier is legal and skipped.
+        self._buf = bytearray(_SNAPPY_IDENTIFIER)
         self._seen_identifier = False
 
     def update(self, chunk: bytes) -> bytes:
         self._buf += chunk
-        end = self._complete_chunks_end()
-        if end == 0:
+        end, size = self._complete_chunks()
+        if end == len(_SNAPPY_IDENTIFIER):
             return b""
-        # cramjam wants every call to start with a stream identifier; a repeated
-        # identifier is legal in the framing format and is skipped.
-        data = _SNAPPY_IDENTIFIER + bytes(self._buf[:end])
-        del self._buf[:end]
-        return bytes(cramjam.snappy.decompress(data))
+        out = bytearray(size)
+        with memoryview(self._buf) as view:
+            written = cramjam.snappy.decompress_into(view[:end], out)
+        del self._buf[len(_SNAPPY_IDENTIFIER):end]
+        if written != size:
+            raise CodecError(f"SNAPPY: chunks promised {size} bytes but held {written}")
+        return out  # type: ignore[return-value]  # bytes-like, and the caller's to keep
 
-    def _complete_chunks_end(self) -> int:
-        buf, pos = self._buf, 0
+    def _complete_chunks(self) -> tuple[int, int]:
+        """End of the complete chunks in the buffer, and their uncompressed size."""
+        buf, pos, size = self._buf, len(_SNAPPY_IDENTIFIER), 0
         while pos + 4 <= len(buf):
-            length = int.from_bytes(buf[pos + 1:pos + 4], "little")
+            kind, length = buf[pos], int.from_bytes(buf[pos + 1:pos + 4], "little")
             if pos + 4 + length > len(buf):
                 break
-            if not self._seen_identifier and buf[pos] != 0xFF:
+            if not self._seen_identifier and kind != 0xFF:
                 raise CodecError("SNAPPY: stream does not start with a stream identifier")
             self._seen_identifier = True
+            if kind == 0x00:  # compressed: 4-byte CRC, then the raw block's length varint
+                size += _varint(buf, pos + 8)
+            elif kind == 0x01:  # uncompressed: 4-byte CRC, then the bytes
+                size += length - 4
             pos += 4 + length
-        return pos
+        return pos, size
 
     def finish(self) -> bytes:
-        if self._buf:
-            raise CodecError(f"SNAPPY: input ended inside a chunk ({len(self._buf)} bytes left)")
+        if len(self._buf) > len(_SNAPPY_IDENTIFIER):
+            left = len(self._buf) - len(_SNAPPY_IDENTIFIER)
+            raise CodecError(f"SNAPPY: input ended inside a chunk ({left} bytes left)")
         return b""
+
+
+def _varint(buf: bytearray, pos: int) -> int:
+    """The little-endian base-128 varint at ``pos`` (a raw snappy block's length)."""
+    value = shift = 0
+    for byte in buf[pos:pos + 5]:
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value
+        shift += 7
+    raise CodecError("SNAPPY: bad length varint in a compressed chunk")
 
 
 class _ZstdCompressor:
@@ -287,12 +312,22 @@ class _ZstdDecompressor:
         self._buf += chunk
         out = []
         while (end := self._scanner.frame_end(self._buf)) is not None:
-            frame = bytes(self._buf[:end])
-            del self._buf[:end]
             if not self._scanner.skippable:
-                out.append(bytes(cramjam.zstd.decompress(frame)))
+                out.append(self._frame(end, self._scanner.content_size))
+            del self._buf[:end]
             self._scanner = _ZstdFrameScanner()
-        return b"".join(out)
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    def _frame(self, end: int, content_size: int | None) -> bytes:
+        """Decode the frame in ``buf[:end]``: into a bytearray of exactly its size
+        when its header says the size (ours always do), else via cramjam's buffer."""
+        with memoryview(self._buf) as view:
+            if content_size is None:
+                return bytes(cramjam.zstd.decompress(view[:end]))
+            out = bytearray(content_size)
+            if content_size and cramjam.zstd.decompress_into(view[:end], out) != content_size:
+                raise CodecError(f"ZSTANDARD: frame holds other than the {content_size} bytes it declares")
+            return out  # type: ignore[return-value]  # bytes-like, and the caller's to keep
 
     def finish(self) -> bytes:
         if self._buf:
@@ -306,6 +341,7 @@ class _ZstdFrameScanner:
 
     def __init__(self) -> None:
         self.skippable = False
+        self.content_size: int | None = None  # From the frame header, when it holds one.
         self._cursor: int | None = None  # Offset of the next block header, once known.
         self._trailer = 0  # Content checksum bytes after the last block.
         self._end: int | None = None  # Known frame length (after the last block).
@@ -341,6 +377,10 @@ class _ZstdFrameScanner:
         dictionary_bytes = (0, 1, 2, 4)[descriptor & 3]
         self._trailer = 4 if descriptor & 4 else 0
         self._cursor = 5 + (1 - single_segment) + dictionary_bytes + content_size_bytes
+        if content_size_bytes and len(buf) >= self._cursor:
+            field = self._cursor - content_size_bytes
+            size = int.from_bytes(buf[field:self._cursor], "little")
+            self.content_size = size + 256 if content_size_bytes == 2 else size
         return True
 
 

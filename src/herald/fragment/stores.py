@@ -132,6 +132,11 @@ class Store:
         with self._io:
             return bytes(self._fs.cat_file(self._path(relative_path)))
 
+    def local_path(self, relative_path: str) -> str | None:
+        """The file holding ``relative_path`` on this machine's disk, if the store is
+        a local directory (a reader may then ``sendfile`` it); else None."""
+        return None
+
     def mod_time(self, relative_path: str) -> float:
         """The stored object's modification time, unix seconds, as `list` reports it."""
         with self._io:
@@ -193,6 +198,9 @@ class FileStore(Store):
                 os.unlink(temp)
             raise
         fsync_directory(directory)
+
+    def local_path(self, relative_path: str) -> str | None:
+        return self._path(relative_path)
 
     def sign_get(self, relative_path: str, ttl_s: float) -> str:
         """A ``file://`` URL of the absolute path: readable by whoever shares the disk."""
