@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 from dataclasses import dataclass, field
 
-from herald.broker import fragment_keeper
 from herald.broker.fragment_keeper import Completed, FragmentKeeper
 from herald.broker.tasks import TaskSet
 from herald.fragment.index import Index
@@ -34,8 +33,7 @@ class KeptJournal:
         pass
 
 
-def test_drain_stops_waiting_on_a_failing_store_after_a_short_grace(tmp_path, monkeypatch):
-    monkeypatch.setattr(fragment_keeper, "DRAIN_TIMEOUT_S", 3600.0)  # only the grace can end the wait
+def test_drain_stops_waiting_on_a_failing_store_after_a_short_grace(tmp_path):
     root = tmp_path / "root"
     root.write_bytes(b"a file where the store's directory should be")  # every upload fails
     spool = tmp_path / "spool"
@@ -46,7 +44,7 @@ def test_drain_stops_waiting_on_a_failing_store_after_a_short_grace(tmp_path, mo
         persisting = TaskSet("persisting")
         keeper = FragmentKeeper(KeptJournal([open_store("file:///", root)]), TaskSet("refreshing"), persisting)
         keeper.hand_over(Completed(fragment, spool, tmp_path / "spool.commits"))  # starts the persister
-        await asyncio.wait_for(keeper.drain(), DEADLINE_S)
+        await asyncio.wait_for(keeper.drain(timeout_s=3600.0), DEADLINE_S)  # only the grace ends it
         await persisting.stop()
         return keeper
 

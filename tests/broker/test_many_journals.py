@@ -8,13 +8,12 @@ restart over all of them works.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
-from herald.testing import BrokerProcess, journal_spec
+from herald.testing import journal_spec
 
 OPEN_FILES_LIMIT = 1024
 JOURNALS = 10_000
@@ -33,16 +32,9 @@ def _each(url: str, names: list[str], request) -> list[httpx.Response]:
         return list(pool.map(lambda name: request(http, name), names))
 
 
-def _open_descriptors(proc: BrokerProcess) -> int:
-    return len(os.listdir(f"/proc/{proc.proc.pid}/fd"))
-
-
 @pytest.fixture
-def limited_broker(tmp_path):
-    proc = BrokerProcess(tmp_path / "data", tmp_path / "fragments",
-                         open_files_limit=OPEN_FILES_LIMIT).start()
-    yield proc
-    proc.kill()
+def limited_broker(broker_factory):
+    return broker_factory(open_files_limit=OPEN_FILES_LIMIT)
 
 
 def test_10000_journals_under_ulimit_1024_append_restart_and_read(limited_broker):
@@ -54,7 +46,7 @@ def test_10000_journals_under_ulimit_1024_append_restart_and_read(limited_broker
 
     appended = _each(limited_broker.url, names, lambda http, n: http.put(f"/{n}", content=f"{n}\n".encode()))
     assert [r.status_code for r in appended] == [204] * JOURNALS
-    assert _open_descriptors(limited_broker) < OPEN_FILES_LIMIT // 2  # the pool's budget held
+    assert limited_broker.open_descriptors < OPEN_FILES_LIMIT // 2  # the pool's budget held
 
     limited_broker.kill()
     limited_broker.start()  # raises if the broker cannot start again

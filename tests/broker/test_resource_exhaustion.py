@@ -23,10 +23,6 @@ OPEN_FILES_LIMIT = 64
 TMPFS_BYTES = 2 << 20
 
 
-def _open_descriptors(proc: BrokerProcess) -> int:
-    return len(os.listdir(f"/proc/{proc.proc.pid}/fd"))
-
-
 def _assert_exhausted(resp: httpx.Response, words: str) -> None:
     assert resp.status_code == 503, resp.text
     body = resp.json()
@@ -35,11 +31,8 @@ def _assert_exhausted(resp: httpx.Response, words: str) -> None:
 
 
 @pytest.fixture
-def limited_broker(tmp_path):
-    proc = BrokerProcess(tmp_path / "data", tmp_path / "fragments",
-                         open_files_limit=OPEN_FILES_LIMIT).start()
-    yield proc
-    proc.kill()
+def limited_broker(broker_factory):
+    return broker_factory(open_files_limit=OPEN_FILES_LIMIT)
 
 
 def test_append_out_of_descriptors_answers_503_writes_nothing_and_restart_works(limited_broker):
@@ -49,7 +42,7 @@ def test_append_out_of_descriptors_answers_503_writes_nothing_and_restart_works(
     # one is left: the append's own connection takes it, and its spool finds none.
     holders: list[httpx.Client] = []
     try:
-        while _open_descriptors(limited_broker) < OPEN_FILES_LIMIT - 1:
+        while limited_broker.open_descriptors < OPEN_FILES_LIMIT - 1:
             assert len(holders) < OPEN_FILES_LIMIT, "descriptors are not filling up"
             holder = limited_broker.client()
             holder.get("/debug/metrics").raise_for_status()  # accepted: its descriptor is open

@@ -22,7 +22,7 @@ def test_stop_cancels_every_task_and_waits_for_them():
         tasks = TaskSet("j")
         tasks.start_soon(loop("a"), "a")
         tasks.start_soon(loop("b"), "b")
-        await asyncio.sleep(0)  # let both tasks start
+        await asyncio.sleep(0)  # wait-ok: one loop iteration, so both tasks start
         await tasks.stop()
         await tasks.stop()  # idempotent
         return finished
@@ -66,7 +66,7 @@ def test_a_task_that_returns_leaves_the_set_and_a_stopped_set_runs_nothing():
 
         tasks.start_soon(once(), "once")
         await done.wait()
-        await asyncio.sleep(0)  # the done callback runs on the next loop iteration
+        await asyncio.sleep(0)  # wait-ok: the done callback runs on the next loop iteration
         after_return = tasks.running
         await tasks.stop()
         ran = False
@@ -76,7 +76,7 @@ def test_a_task_that_returns_leaves_the_set_and_a_stopped_set_runs_nothing():
             ran = True
 
         tasks.start_soon(late(), "late")  # closed unrun, no "never awaited" warning
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # wait-ok: one loop iteration, in which the late task would run
         return after_return, tasks.running, ran
 
     assert asyncio.run(main()) == (0, 0, False)

@@ -201,15 +201,15 @@ class FragmentKeeper:
         else:
             self.refresh_later()
 
-    async def drain(self) -> None:
-        """Wait for queued spools to persist (SIGTERM path): at most DRAIN_TIMEOUT_S,
+    async def drain(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
+        """Wait for queued spools to persist (SIGTERM path): at most ``timeout_s``,
         and at most FAILING_STORE_GRACE_S more once the store fails an upload."""
         if not self.journal.stores or self._completed is None or self.store_failing is None:
             return
         joined = asyncio.ensure_future(self._completed.join())
         failing = asyncio.ensure_future(self.store_failing.wait())
         try:
-            await asyncio.wait((joined, failing), timeout=DRAIN_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((joined, failing), timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
             if not joined.done() and failing.done():
                 await asyncio.wait((joined,), timeout=FAILING_STORE_GRACE_S)
             persisted = joined.done()

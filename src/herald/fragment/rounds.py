@@ -29,7 +29,7 @@ from herald.protocol.labels import LabelSet
 if TYPE_CHECKING:
     from herald.fragment.spool import Spool
 
-__all__ = ["GroupWrite", "write_round"]
+__all__ = ["GroupWrite", "pwrite_all", "write_round"]
 
 IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 # Where a group's two fdatasyncs (data, commit line) run, concurrently with each other
@@ -91,7 +91,7 @@ class GroupWrite:
 
     def write_data(self) -> None:
         spool = self.spool
-        _pwrite_all(spool._fd, self.contents, spool.content_length + spool._delta)
+        pwrite_all(spool._fd, self.contents, spool.content_length + spool._delta)
         spool._delta += sum(map(len, self.contents))
         self._syncs.append(_SYNCS.submit(os.fdatasync, spool._fd))
 
@@ -119,9 +119,11 @@ class GroupWrite:
         return self._sums
 
 
-def _pwrite_all(fd: int, buffers: Sequence[bytes], offset: int) -> None:
+def pwrite_all(fd: int, buffers: Sequence[bytes], offset: int) -> None:
     """Write ``buffers`` back to back at ``offset``, with as few syscalls as the
-    kernel allows (no join: a group may be 64 MiB). Finishes a short write."""
+    kernel allows (no join: a group may be 64 MiB). Finishes a short write: one that
+    runs out of disk part-way returns a short count rather than failing, and taken
+    for a whole one it would acknowledge bytes never written."""
     for i in range(0, len(buffers), IOV_MAX):
         batch = buffers[i:i + IOV_MAX]
         size = sum(map(len, batch))

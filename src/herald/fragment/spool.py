@@ -31,7 +31,7 @@ from pathlib import Path
 from herald.durable import fsync_directory, make_durable_dirs
 from herald.fragment.commits import encode_record, last_verified_commit, read_commit_records
 from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_descriptors
-from herald.fragment.rounds import GroupWrite
+from herald.fragment.rounds import GroupWrite, pwrite_all
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
@@ -155,7 +155,7 @@ class Spool:
     def write(self, content: bytes) -> None:
         """Place ``content`` after what is already pending. Not yet visible or durable."""
         with self.holding_descriptors():
-            _pwrite_all(self._fd, content, self.content_length + self._delta)
+            pwrite_all(self._fd, [content], self.content_length + self._delta)
         self._sha1.update(content)
         self._delta += len(content)
 
@@ -219,7 +219,7 @@ class Spool:
             os.posix_fallocate(self._commits_fd, self._commits_allocated, grow)
             self._commits_allocated += grow
             os.fsync(self._commits_fd)
-        _pwrite_all(self._commits_fd, line, self._commits_pos)
+        pwrite_all(self._commits_fd, [line], self._commits_pos)
         if sync:
             os.fdatasync(self._commits_fd)
 
@@ -269,16 +269,6 @@ class Spool:
         self.close()
         for path in (self.path, self.commits_path):
             path.unlink(missing_ok=True)
-
-
-def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
-    """Write all of ``data`` at ``offset``: a write that runs out of disk part-way
-    returns a short count rather than failing (the next one fails with ENOSPC), and
-    a short write taken for a whole one would acknowledge bytes never written."""
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, offset)
-        view, offset = view[written:], offset + written
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,6 +76,11 @@ class BrokerProcess:
     def port(self) -> int:
         return int(self.url.rsplit(":", 1)[1])
 
+    @property
+    def open_descriptors(self) -> int:
+        """How many descriptors the broker process holds now (from /proc)."""
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
     def kill(self) -> None:
         """``kill -9``: no chance to persist or flush anything."""
         if self.proc and self.proc.poll() is None:
