@@ -21,6 +21,7 @@ import httpx
 import typer
 
 from herald.cli.auth import auth_app
+from herald.cli.examples import examples_app
 from herald.cli.journals import journals_app
 from herald.cli.members import members_app
 from herald.cli.messages import attach_uuids_command
@@ -36,6 +37,7 @@ app.add_typer(journals_app, name="journals")
 app.add_typer(members_app, name="members")
 app.add_typer(pipelines_app, name="pipelines")
 app.add_typer(auth_app, name="auth")
+app.add_typer(examples_app, name="examples")
 
 
 def run(typer_app: typer.Typer) -> None:

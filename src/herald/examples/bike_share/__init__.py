@@ -1,0 +1,1 @@
+"""bike-share: Citi Bike cycles and ride history with an exactly-once PostgreSQL store."""

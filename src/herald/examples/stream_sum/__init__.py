@@ -1,0 +1,1 @@
+"""stream-sum: chunkers publish files, a Spark summer publishes their digests."""

@@ -1,0 +1,1 @@
+"""word-count: a real-time bigram language model with a query API."""
