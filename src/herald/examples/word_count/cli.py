@@ -102,6 +102,9 @@ def run_command(
                                  input=input, output=output, trigger=trigger_s, on_bad_document=on_bad_document,
                                  max_bytes_per_trigger=max_bytes_per_trigger)
     spark = spark_session(master, partitions)
+    # The query's failure is reported below as one line; Spark's own log of it is a
+    # page of JVM and Python traces on stderr.
+    spark.sparkContext.setLogLevel("FATAL")
     try:
         batches = run_word_count(spark, settings, report=lambda line: print(line, flush=True))
     except Exception as err:  # noqa: BLE001 — the query's failure, from the JVM: one line, not a trace.
