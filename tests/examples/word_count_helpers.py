@@ -8,12 +8,17 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from typer.testing import CliRunner
+
+from herald.cli.main import app
 
 from herald.examples.word_count.service import READY_PREFIX
 from herald.examples.word_count.tokens import bigrams
+from herald.protocol.errors import HeraldError
 
 START_DEADLINE_S = 30.0
 CORPUS = Path(__file__).resolve().parents[2] / "src" / "herald" / "examples" / "word_count" / "corpus"
@@ -29,6 +34,24 @@ def corpus_counter(paths: list[str], copies: int = 1) -> Counter[str]:
     for path in paths:
         counts.update(bigrams(Path(path).read_text(encoding="utf-8")))
     return Counter({k: v * copies for k, v in counts.items()})
+
+
+@dataclass(frozen=True)
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def word_count(*args: str) -> CliResult:
+    """``herald examples word-count <args>`` in-process; a HeraldError becomes the
+    ``error: …`` line and exit code 1 that `herald.cli.main.run` prints for it."""
+    result = CliRunner().invoke(app, ["examples", "word-count", *args])
+    if isinstance(result.exception, HeraldError):
+        return CliResult(1, result.stdout, f"error: {result.exception}\n")
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return CliResult(result.exit_code, result.stdout, result.stderr)
 
 
 def word_count_cli(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess:
