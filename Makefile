@@ -30,6 +30,11 @@ system-deps:
 demo: install
 	$(BIN)/python -m herald.demo
 
+# Gazette's word-count example on an embedded broker (docs/examples/word-count.md).
+.PHONY: example-word-count
+example-word-count: install
+	$(BIN)/python -m herald.examples.word_count.demo
+
 # Lint and types are part of the test run (settings in pyproject.toml).
 lint: install
 	$(BIN)/ruff check src tests bench

@@ -1,0 +1,144 @@
+"""Crash test [I-SINK-1] for word-count: publish a corpus, ``kill -9`` the job's
+driver (its whole process group) twice mid-run, restart it; the query service's
+counts then equal ``collections.Counter`` over everything published, exactly,
+and every count update was published once (each bigram's totals only grow)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import orjson
+import pytest
+
+from herald.client import BrokerClient, is_ack, read_committed
+from herald.examples.word_count.documents import publish_documents, read_documents
+from herald.examples.word_count.journals import COUNTS_SELECTOR, DOCS_SELECTOR, ensure_journals
+from herald.testing import wait_until
+from tests.examples.word_count_helpers import QueryService, corpus_counter, corpus_files
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(900)]
+log = logging.getLogger(__name__)
+
+KILLS = 2
+BATCH_LINE_DEADLINE_S = 240.0
+FINAL_RUN_DEADLINE_S = 300.0
+
+
+class Driver:
+    """``python -m herald.examples.word_count.cli run …`` in its own process group,
+    so ``kill -9`` takes the JVM and the Python workers with it."""
+
+    def __init__(self, args: list[str], log_path: Path) -> None:
+        self.log_path = log_path
+        self.log = open(log_path, "ab")  # noqa: SIM115 — open as long as the driver runs.
+        self.proc = subprocess.Popen([sys.executable, "-m", "herald.examples.word_count.cli", "run", *args],
+                                     stdout=subprocess.PIPE, stderr=self.log, start_new_session=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        for raw in self.proc.stdout:
+            self.log.write(raw)
+            self.lines.put(raw.decode(errors="replace"))
+        self.lines.put("")  # EOF
+
+    def wait_for_batch_line(self) -> str:
+        end = time.monotonic() + BATCH_LINE_DEADLINE_S
+        while (left := end - time.monotonic()) > 0:
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line.startswith("batch "):
+                return line
+            if line == "":
+                raise AssertionError(f"driver exited ({self.proc.wait()}) before a batch:\n{self.log_tail()}")
+        raise AssertionError(f"no batch line before the deadline:\n{self.log_tail()}")
+
+    def log_tail(self) -> str:
+        self.log.flush()
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-40:])
+
+    def kill(self) -> None:
+        """kill -9 the group; return once none of it runs (the next driver must not
+        meet this one's JVM still holding the checkpoint's state)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+        wait_until(lambda: not _group_running(self.proc.pid), f"process group {self.proc.pid} gone", 60)
+
+
+def _group_running(pgid: int) -> bool:
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def _published_totals(client: BrokerClient) -> dict[str, list[int]]:
+    """Every count update the job published (read-committed), per bigram, in order."""
+    totals: dict[str, list[int]] = defaultdict(list)
+    for info in client.list(COUNTS_SELECTOR):
+        for env in read_committed(client, info.name):
+            if not is_ack(env):
+                doc = orjson.loads(env.value)
+                totals[doc["bigram"]].append(doc["count"])
+    return totals
+
+
+def test_kill_9_of_the_word_count_driver_twice_leaves_counts_exact(broker, tmp_path):
+    rnd = random.Random(seed := random.randrange(1 << 30))
+    log.info("crash test seed=%d", seed)
+    files = corpus_files()
+    with BrokerClient(broker.url, timeout_s=30) as client:
+        ensure_journals(client, 2)
+        publish_documents(client, DOCS_SELECTOR, read_documents(files))
+        args = ["--checkpoint", str(tmp_path / "ckpt"), "--broker", broker.url, "--partitions", "2",
+                "--max-bytes-per-trigger", "3000"]
+        drivers: list[Driver] = []
+        try:
+            for _ in range(KILLS):
+                driver = Driver([*args, "--trigger", "1s"], tmp_path / "driver.log")
+                drivers.append(driver)
+                driver.wait_for_batch_line()
+                time.sleep(rnd.uniform(0.0, 2.0))  # wait-ok: the random point of the crash.
+                driver.kill()
+                publish_documents(client, DOCS_SELECTOR, read_documents(files))  # Another copy, mid-stream.
+            final = Driver([*args, "--trigger", "available-now"], tmp_path / "driver.log")
+            drivers.append(final)
+            assert final.proc.wait(FINAL_RUN_DEADLINE_S) == 0, final.log_tail()
+        finally:  # Never leave a driver (or its JVM) running after a failure.
+            for driver in drivers:
+                if driver.proc.poll() is None:
+                    driver.kill()
+        heads = {info.name: client.write_head(info.name) for info in client.list(COUNTS_SELECTOR)}
+        totals = _published_totals(client)
+
+    expected = corpus_counter(files, copies=KILLS + 1)
+    repeated = {b: t for b, t in totals.items() if any(x >= y for x, y in zip(t, t[1:]))}
+    assert not repeated, f"count updates published more than once (seed {seed}): {list(repeated.items())[:5]}"
+    service = QueryService(broker.url).start()
+    try:
+        wait_until(lambda: all(service.read_through()[j] >= h for j, h in heads.items()), "the service to catch up")
+        served = service.get("/api/bigrams", prefix="", limit="100000").json()
+    finally:
+        service.kill()
+    assert not served["truncated"]
+    got = {b["bigram"]: b["count"] for b in served["bigrams"]}
+    missing = {k: v for k, v in expected.items() if got.get(k) != v}
+    extra = {k: v for k, v in got.items() if k not in expected}
+    assert not missing and not extra, (seed, list(missing.items())[:10], list(extra.items())[:10])
+    assert got["the city"] == 5 * (KILLS + 1)
