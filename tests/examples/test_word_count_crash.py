@@ -106,18 +106,18 @@ def test_kill_9_of_the_word_count_driver_twice_leaves_counts_exact(broker, tmp_p
     with BrokerClient(broker.url, timeout_s=30) as client:
         ensure_journals(client, 2)
         publish_documents(client, DOCS_SELECTOR, read_documents(files))
-        args = ["--checkpoint", str(tmp_path / "ckpt"), "--broker", broker.url, "--partitions", "2",
-                "--max-bytes-per-trigger", "3000"]
+        args = ["--checkpoint", str(tmp_path / "ckpt"), "--broker", broker.url, "--partitions", "2"]
         drivers: list[Driver] = []
         try:
             for _ in range(KILLS):
-                driver = Driver([*args, "--trigger", "1s"], tmp_path / "driver.log")
+                # Small batches, so the kill lands with more of the stream to come.
+                driver = Driver([*args, "--trigger", "1s", "--max-bytes-per-trigger", "3000"], tmp_path / "driver.log")
                 drivers.append(driver)
                 driver.wait_for_batch_line()
                 time.sleep(rnd.uniform(0.0, 2.0))  # wait-ok: the random point of the crash.
                 driver.kill()
                 publish_documents(client, DOCS_SELECTOR, read_documents(files))  # Another copy, mid-stream.
-            final = Driver([*args, "--trigger", "available-now"], tmp_path / "driver.log")
+            final = Driver([*args, "--trigger", "available-now"], tmp_path / "driver.log")  # The rest at once.
             drivers.append(final)
             assert final.proc.wait(FINAL_RUN_DEADLINE_S) == 0, final.log_tail()
         finally:  # Never leave a driver (or its JVM) running after a failure.

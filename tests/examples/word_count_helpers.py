@@ -15,7 +15,6 @@ import httpx
 from typer.testing import CliRunner
 
 from herald.cli.main import app
-
 from herald.examples.word_count.service import READY_PREFIX
 from herald.examples.word_count.tokens import bigrams
 from herald.protocol.errors import HeraldError

@@ -25,8 +25,8 @@ import orjson
 from herald.client import BrokerClient, read_uncommitted
 from herald.examples.word_count.model import BigramCounts
 from herald.message import Envelope, Framing, Sequencer, framing_for_labels
-from herald.protocol.labels import LabelSet
 from herald.message.sequencing import is_ack, sequence
+from herald.protocol.labels import LabelSet
 
 __all__ = ["CountsFollower"]
 

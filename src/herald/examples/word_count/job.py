@@ -96,7 +96,8 @@ def _document_text(value: bytes | None) -> str:
         raise ValueError(f"not UTF-8 JSON ({err})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("text"), str):
         raise ValueError("want a JSON object with a string field 'text'")
-    return doc["text"]
+    text: str = doc["text"]
+    return text
 
 
 def document_bigrams(batches: Iterator[pa.RecordBatch], skip_bad: bool) -> Iterator[pa.RecordBatch]:
@@ -183,16 +184,9 @@ def _report_batches(query: Any, seen: set[int], report: Callable[[str], None] | 
             continue
         seen.add(batch)
         if report is not None and doc.get("numInputRows", 0):
-            sink = doc.get("sink", {}) or {}
-            report(f"batch {batch}: {doc['numInputRows']} documents, "
-                   f"{_updates(doc)} bigram counts published{_sink_note(sink)}")
+            report(f"batch {batch}: {doc['numInputRows']} documents, {_updates(doc)} bigram counts published")
 
 
-def _updates(doc: dict) -> int:
+def _updates(doc: dict[str, Any]) -> int:
     ops = doc.get("stateOperators") or [{}]
     return int(ops[0].get("numRowsUpdated", 0))
-
-
-def _sink_note(sink: dict) -> str:
-    rows = sink.get("numOutputRows", -1)
-    return "" if rows in (-1, None) else f" ({rows} rows to the sink)"

@@ -9,7 +9,10 @@ create-if-absent, so running it twice changes nothing.
 
 from __future__ import annotations
 
+from typing import Any
+
 from herald.client import BrokerClient
+from herald.keyspace.base import Change
 from herald.protocol.errors import ValidationError
 
 __all__ = ["COUNTS_SELECTOR", "DOCS_SELECTOR", "MAX_PARTITIONS", "ensure_journals"]
@@ -21,7 +24,7 @@ COUNTS_SELECTOR = f"prefix={COUNTS_PREFIX}"
 MAX_PARTITIONS = 256
 
 
-def _spec(name: str) -> dict:
+def _spec(name: str) -> dict[str, Any]:
     return {"name": name, "replication": 1,
             "labels": [{"name": "content-type", "value": "application/x-ndjson"},
                        {"name": "app.herald.dev/example", "value": "word-count"}],
@@ -39,5 +42,6 @@ def ensure_journals(client: BrokerClient, partitions: int) -> list[str]:
     wanted = [f"{prefix}part-{i:03d}" for prefix in (DOCS_PREFIX, COUNTS_PREFIX) for i in range(partitions)]
     missing = [name for name in wanted if name not in existing]
     if missing:
-        client.apply([{"upsert": _spec(name), "expect_mod_revision": 0} for name in missing])
+        client.apply([Change.from_dict({"upsert": _spec(name), "expect_mod_revision": 0}, f"journals[{i}]")
+                      for i, name in enumerate(missing)])
     return missing

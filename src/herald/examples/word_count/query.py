@@ -32,8 +32,8 @@ def _get(service: str, path: str, params: dict[str, Any]) -> dict[str, Any]:
     except ValueError:
         raise HeraldError(Status.INTERNAL, f"{service} answered {resp.status_code} without JSON "
                                            "(is it the word-count service?)", "service") from None
-    if resp.status_code != 200:
-        raise HeraldError.from_dict(doc)
+    if resp.status_code != 200 or not isinstance(doc, dict):
+        raise HeraldError.from_dict(doc if isinstance(doc, dict) else {"message": str(doc)[:200]})
     return doc
 
 
