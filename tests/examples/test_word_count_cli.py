@@ -120,3 +120,23 @@ def test_an_unreachable_service_is_one_error_line():
 def test_run_refuses_bad_settings_before_starting_spark(tmp_path):
     result = word_count("run", "--checkpoint", str(tmp_path), "--on-bad-document", "ignore")
     assert result.returncode == 1 and result.stderr == "error: on_bad_document: want fail or skip, got 'ignore'\n"
+
+
+def test_corpus_lists_the_shipped_documents():
+    result = word_count("corpus")
+    assert [line.rsplit("/", 1)[1] for line in result.stdout.splitlines()] == \
+        [path.rsplit("/", 1)[1] for path in corpus_files()]
+
+
+def test_a_bad_document_reaching_the_driver_is_one_line_with_its_journal_and_offset():
+    from herald.examples.word_count.cli import _query_error
+
+    spark_text = ("[STREAM_FAILED] Query terminated with exception: An exception was thrown from the Python "
+                  "worker:\nTraceback (most recent call last):\n  File \"job.py\", line 112\n"
+                  "herald.examples.word_count.job.BadDocumentError: offset 2932: journal word-count/docs/part-000: "
+                  "not a document: want a JSON object with a string field 'text' (run with --on-bad-document "
+                  "skip to drop such messages)\n\n\tat org.apache.spark…")
+    assert str(_query_error(RuntimeError(spark_text))) == (
+        "offset 2932: journal word-count/docs/part-000: not a document: want a JSON object with a string field "
+        "'text' (run with --on-bad-document skip to drop such messages)")
+    assert str(_query_error(RuntimeError("\nboom\nmore"))) == "the word-count query failed: boom"
