@@ -86,12 +86,12 @@ class PostgresServer:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path and path.exists() else ""
 
     def stop(self) -> None:
-        """Stop the server (fast shutdown) and delete its directory."""
+        """Stop the server (immediate: a throwaway needs no shutdown checkpoint) and delete its directory."""
         if self.root is None:
             return
         if (self.root / "data" / "postmaster.pid").exists():
             try:
-                self._run(str(postgres_bin_dir() / "pg_ctl"), "-D", str(self.root / "data"), "-m", "fast",
+                self._run(str(postgres_bin_dir() / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate",
                           "-w", "stop")
             except RuntimeError:
                 pass  # Already gone: nothing left to stop.
