@@ -21,6 +21,7 @@ import typer
 
 from herald.cli import config
 from herald.cli.options import BROKER, LOG_LEVEL, broker_client, command
+from herald.protocol.errors import HeraldError, Status
 
 app = typer.Typer(help="Citi Bike cycles and ride history with an exactly-once PostgreSQL store.", no_args_is_help=True)
 
@@ -95,7 +96,13 @@ def run_command(
                                  history=history, min_length=min_length, trigger=trigger_s,
                                  max_bytes_per_trigger=max_bytes_per_trigger, on_bad_row=on_bad_row)
     spark = spark_session(master, 2)
-    run_bike_share(spark, settings, report=lambda line: print(line, flush=True))
+    try:
+        run_bike_share(spark, settings, report=lambda line: print(line, flush=True))
+    except HeraldError:
+        raise
+    except Exception as err:  # noqa: BLE001 — the process edge: Spark's errors as one line
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise HeraldError(Status.INTERNAL, f"the bike-share job failed: {first}") from err
     print("done", flush=True)
 
 

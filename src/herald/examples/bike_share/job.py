@@ -217,8 +217,15 @@ def start_rides(spark: Any, s: BikeShareSettings, rides_writer: RidesWriter) -> 
     writer = (parsed_rides(spark, s, "rides").writeStream.queryName("bike-share-rides").foreachBatch(rides_writer)
               .option("checkpointLocation", str(Path(s.checkpoint) / "rides")))
     query = _trigger(writer, s).start()
-    rides_writer.open(str(query.id))
+    if rides_writer.store is None:
+        rides_writer.open(str(query.id))
     return query
+
+
+#: Spark gives a new Python worker a fixed 10 s to connect back; on a loaded machine a
+#: source runner can miss it. The query has done nothing yet, so starting it again is safe.
+TRANSIENT = "Python worker failed to connect back"
+RESTARTS = 3
 
 
 def run_bike_share(spark: Any, s: BikeShareSettings, report: Callable[[str], None] = print) -> None:
@@ -231,18 +238,27 @@ def run_bike_share(spark: Any, s: BikeShareSettings, report: Callable[[str], Non
     configure_state_store(spark)
     spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
     rides_writer = RidesWriter(s, report)
-    queries = [start_rides(spark, s, rides_writer), start_cycles(spark, s)]
+    starters = [lambda: start_rides(spark, s, rides_writer), lambda: start_cycles(spark, s)]
+    queries = [start() for start in starters]
+    restarts = 0
     try:
-        while any(q.isActive for q in queries):
+        while True:
+            for i, q in enumerate(queries):
+                failure = None if q.isActive else q.exception()
+                if failure is None:
+                    continue
+                if TRANSIENT not in str(failure) or rides_writer.failure is not None or restarts >= RESTARTS:
+                    raise rides_writer.failure or failure
+                restarts += 1
+                log.warning("restarting query %s: %s", q.name, TRANSIENT)
+                queries[i] = starters[i]()
+            if not any(q.isActive for q in queries):
+                break
             for q in queries:
-                if q.awaitTermination(POLL_S) and q.exception() is not None:
-                    raise rides_writer.failure or q.exception()
+                q.awaitTermination(POLL_S)
     except KeyboardInterrupt:
         log.warning("interrupted: stopping the bike-share queries")
     finally:
         for q in queries:
             if q.isActive:
                 q.stop()
-    for q in queries:
-        if q.exception() is not None:
-            raise rides_writer.failure or q.exception()
