@@ -26,9 +26,8 @@ HERALD = [sys.executable, "-m", "herald.cli.main"]
 def attach_uuids(csv_path: Path, out: Path) -> None:
     """``tail -n +2 rides.csv | herald attach-uuids --format csv > out`` (the seed's advice:
     UUIDs into a file first, so a failed load can be re-run without new messages)."""
-    with open(csv_path, "rb") as src, open(out, "wb") as dst:
-        next(src)
-        subprocess.run([*HERALD, "attach-uuids", "--format", "csv"], stdin=src, stdout=dst, check=True)
+    pipeline = f"tail -n +2 {csv_path} | {' '.join(HERALD)} attach-uuids --format csv > {out}"
+    subprocess.run(["bash", "-o", "pipefail", "-c", pipeline], check=True)
 
 
 def load(with_uuids: Path, broker_url: str) -> None:
@@ -127,12 +126,12 @@ def pending_batch(checkpoint: Path) -> int:
 
 
 def wait_mid_batch(checkpoint: Path, after: int, driver: Driver, deadline_s: float = 240) -> int:
-    """Wait until the driver is inside a rides batch numbered above ``after``."""
+    """Wait until the driver, its fence taken, is inside a rides batch numbered above ``after``."""
     def inside() -> int | None:
         if driver.proc.poll() is not None:
             raise AssertionError(f"driver exited ({driver.proc.returncode}):\n{driver.log_tail()}")
         n = pending_batch(checkpoint)
-        return n if n > after else None
+        return n if n > after and "rides store:" in driver.log_path.read_text(errors="replace") else None
     return wait_until(inside, f"a rides batch above {after}", deadline_s)
 
 

@@ -88,11 +88,15 @@ def test_kill_9_twice_and_a_zombie_driver_leave_exact_rides_and_cycles(broker, b
             successor = Driver(args, tmp_path / "successor.log")  # available-now: to the end
             drivers.append(successor)
             assert successor.wait(RUN_DEADLINE_S) == 0, successor.log_tail()
-            after_successor = stored(bike_db)
+            after_successor = stored(bike_db), published_cycles(client)
             zombie.signal(signal.SIGCONT)
             assert zombie.wait(RUN_DEADLINE_S) != 0, zombie.log_tail()
-            assert "fence" in zombie.log_path.read_text().lower(), zombie.log_tail()
-            assert stored(bike_db) == after_successor  # the zombie wrote nothing
+            # Refused by the store's fence (its rides batch resumes first), or by Spark when
+            # its cycles query plans a batch the successor already wrote.
+            refusal = zombie.log_path.read_text(errors="replace").lower()
+            assert "fence" in refusal or "multiple streaming jobs" in refusal, zombie.log_tail()
+            log.info("zombie refused by %s", "the fence" if "fence" in refusal else "Spark's offset log")
+            assert (stored(bike_db), published_cycles(client)) == after_successor  # it wrote nothing
         finally:
             for driver in drivers:
                 if driver.proc.poll() is None:
