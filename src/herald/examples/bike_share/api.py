@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import psycopg
 from aiohttp import web
@@ -20,6 +21,7 @@ from herald.protocol.errors import ValidationError
 
 __all__ = ["make_app", "parse_query"]
 
+log = logging.getLogger(__name__)
 MAX_LIMIT = 1000
 DSN_KEY = web.AppKey("dsn", str)
 
@@ -59,7 +61,12 @@ async def bikes(request: web.Request) -> web.StreamResponse:
         with psycopg.connect(dsn) as conn:
             return recent_rides(conn, bike_id, limit)
 
-    rides = await asyncio.get_running_loop().run_in_executor(None, query)
+    try:
+        rides = await asyncio.get_running_loop().run_in_executor(None, query)
+    except psycopg.OperationalError as err:
+        log.warning("bike history query failed: %s", err)
+        body = {"status": "UNAVAILABLE", "message": "the ride store (PostgreSQL) is unavailable", "field": "dsn"}
+        return web.json_response(body, status=503)
     body = "".join(json.dumps(r) + "\n" for r in rides)
     return web.Response(text=body, content_type="application/x-ndjson")
 

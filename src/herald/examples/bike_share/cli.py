@@ -21,7 +21,7 @@ import typer
 
 from herald.cli import config
 from herald.cli.options import BROKER, LOG_LEVEL, broker_client, command
-from herald.protocol.errors import HeraldError, Status
+from herald.protocol.errors import HeraldError, Status, ValidationError
 
 app = typer.Typer(help="Citi Bike cycles and ride history with an exactly-once PostgreSQL store.", no_args_is_help=True)
 
@@ -49,10 +49,15 @@ def generate_command(
     """Write realistic Citi Bike trip data with long cycles planted on purpose."""
     from herald.examples.bike_share.generate import GenerateSettings, generate
 
-    found = generate(out, GenerateSettings(stations=stations, bikes=bikes, rides=rides, cycles=cycles, seed=seed))
-    lines = "".join(json.dumps(c.to_dict()) + "\n" for c in found)
-    if planted is not None:
-        planted.write_text(lines)
+    settings = GenerateSettings(stations=stations, bikes=bikes, rides=rides, cycles=cycles, seed=seed)
+    try:
+        found = generate(out, settings)
+        lines = "".join(json.dumps(c.to_dict()) + "\n" for c in found)
+        if planted is not None:
+            planted.write_text(lines)
+    except OSError as err:
+        raise ValidationError("out" if err.filename == str(out) else "planted",
+                              f"cannot write {err.filename}: {err.strerror}") from None
     print(f"wrote {out} with {len(found)} planted cycles:")
     sys.stdout.write(lines)
 
@@ -95,6 +100,7 @@ def run_command(
     settings = BikeShareSettings(broker=config.resolve_broker_address(broker), checkpoint=checkpoint, dsn=dsn,
                                  history=history, min_length=min_length, trigger=trigger_s,
                                  max_bytes_per_trigger=max_bytes_per_trigger, on_bad_row=on_bad_row)
+    _check_dsn(dsn)
     spark = spark_session(master, 2)
     try:
         run_bike_share(spark, settings, report=lambda line: print(line, flush=True))
@@ -121,6 +127,8 @@ def serve_command(
 
     from herald.examples.bike_share.api import make_app
 
+    _check_dsn(dsn)
+
     async def serve() -> None:
         runner = web.AppRunner(make_app(dsn))
         await runner.setup()
@@ -131,6 +139,17 @@ def serve_command(
         await asyncio.Event().wait()
 
     asyncio.run(serve())
+
+
+def _check_dsn(dsn: str) -> None:
+    """Fail at start, in one line, if PostgreSQL cannot be reached with ``dsn``."""
+    import psycopg
+
+    try:
+        psycopg.connect(dsn, connect_timeout=10).close()
+    except (psycopg.Error, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValidationError("dsn", f"cannot connect to PostgreSQL: {first}") from None
 
 
 @app.command("postgres")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from herald.examples.bike_share.rides import Ride
 
@@ -54,7 +55,7 @@ class Cycle:
         """T, every station reached, ending with T again (length + 1 entries)."""
         return (self.legs[0][0], *(leg[3] for leg in self.legs))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Gazette's Cycle message shape: ``BikeID`` and ``Steps`` of time and station."""
         first = self.legs[0]
         steps = [{"Time": first[2], "Station": first[1], "StationID": first[0]}]

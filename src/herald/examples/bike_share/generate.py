@@ -22,7 +22,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from herald.examples.bike_share.rides import COLUMNS
 from herald.protocol.errors import ValidationError
@@ -45,6 +45,10 @@ class Station:
     longitude: float
 
 
+#: One trip: (bike id, from, to, start, end).
+TripRow = tuple[int, Station, Station, datetime, datetime]
+
+
 @dataclass(frozen=True, slots=True)
 class PlantedCycle:
     """A cycle the generator planted: the bike and T, then each station reached."""
@@ -52,7 +56,7 @@ class PlantedCycle:
     bike_id: int
     station_ids: tuple[int, ...]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"bike_id": self.bike_id, "length": len(self.station_ids) - 1, "station_ids": list(self.station_ids)}
 
 
@@ -85,7 +89,7 @@ class _Bike:
     id: int
     at: Station
     clock: datetime
-    rides: list[tuple] = field(default_factory=list)
+    rides: list[TripRow] = field(default_factory=list)
 
 
 def _ride(bike: _Bike, to: Station, rnd: random.Random) -> None:
@@ -114,7 +118,7 @@ def _planted(bike: _Bike, stations: list[Station], rnd: random.Random) -> Plante
     return PlantedCycle(bike.id, (home.id, *(r[2].id for r in bike.rides[-length:])))
 
 
-def simulate(s: GenerateSettings) -> tuple[list[tuple], list[PlantedCycle]]:
+def simulate(s: GenerateSettings) -> tuple[list[TripRow], list[PlantedCycle]]:
     """Every ride ``(bike id, from, to, start, end)`` in start-time order, and the planted cycles."""
     rnd = random.Random(s.seed)
     stations = make_stations(s.stations, rnd)
@@ -144,7 +148,7 @@ def _time(t: datetime) -> str:
     return f"{t:%Y-%m-%d %H:%M:%S}.{t.microsecond // 100:04d}"
 
 
-def write_rides(out: TextIO, rides: list[tuple], rnd: random.Random) -> None:
+def write_rides(out: TextIO, rides: list[TripRow], rnd: random.Random) -> None:
     """Citi Bike's CSV: the header and strings quoted, numbers bare."""
     out.write(",".join(f'"{c}"' for c in COLUMNS) + "\n")
     writer = csv.writer(out, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")

@@ -255,10 +255,19 @@ def run_bike_share(spark: Any, s: BikeShareSettings, report: Callable[[str], Non
             if not any(q.isActive for q in queries):
                 break
             for q in queries:
-                q.awaitTermination(POLL_S)
+                _await(q, POLL_S)
     except KeyboardInterrupt:
         log.warning("interrupted: stopping the bike-share queries")
     finally:
         for q in queries:
             if q.isActive:
                 q.stop()
+
+
+def _await(query: Any, timeout_s: float) -> None:
+    """Wait up to ``timeout_s`` for ``query`` to end. A failed query's exception is
+    looked at by the caller (``query.exception()``), not raised from here."""
+    try:
+        query.awaitTermination(timeout_s)
+    except Exception:  # noqa: BLE001 — pyspark raises the query's failure; the caller reads it
+        return
