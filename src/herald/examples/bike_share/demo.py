@@ -26,10 +26,11 @@ HERALD = [sys.executable, "-m", "herald.cli.main"]
 BIKES = [*HERALD, "examples", "bike-share"]
 
 
-def step(title: str, args: list[str] | str, **kw) -> str:
-    shown = args if isinstance(args, str) else " ".join(args[2:] if args[:2] == HERALD[:2] else args)
-    print(f"\n$ {shown.replace(sys.executable + ' -m herald.cli.main', 'herald')}  # {title}", flush=True)
-    done = subprocess.run(args, shell=isinstance(args, str), capture_output=True, text=True, check=False, **kw)
+def step(title: str, args: list[str] | str, cwd: Path) -> str:
+    """Run one documented command in ``cwd``, printing it as a reader would type it."""
+    shown = args if isinstance(args, str) else " ".join(args)
+    print(f"\n$ {shown.replace(' '.join(HERALD), 'herald')}    # {title}", flush=True)
+    done = subprocess.run(args, shell=isinstance(args, str), capture_output=True, text=True, check=False, cwd=cwd)
     if done.returncode != 0:
         print(done.stdout + done.stderr, flush=True)
         raise SystemExit(f"error: step failed ({title})")
@@ -47,23 +48,24 @@ def main() -> int:
 
 
 def run(root: Path, url: str, dsn: str) -> int:
-    rides, planted_path = root / "201909-citibike-tripdata.csv", root / "planted.ndjson"
-    print(step("Citi Bike trips with cycles planted", [*BIKES, "generate", str(rides), "--seed", "7",
-                                                       "--planted", str(planted_path)]), end="")
-    print(step("rides and cycles journals", [*BIKES, "setup", "--broker", url]), end="")
+    rides = "201909-citibike-tripdata.csv"
+    print(step("Citi Bike trips with cycles planted",
+               [*BIKES, "generate", rides, "--seed", "7", "--planted", "planted.ndjson"], root), end="")
+    print(step("rides and cycles journals", [*BIKES, "setup", "--broker", url], root), end="")
     herald = " ".join(HERALD)
-    step("UUIDs first, into a file", f"tail -n +2 {rides} | {herald} attach-uuids --format csv > {rides}.with_uuids")
-    step("bike ID on its own line, then the record; modulo on it",
-         f"awk -F , '{{print $13}}{{print}}' {rides}.with_uuids | {herald} journals append --broker {url} "
-         f"-l {RIDES_SELECTOR} --framing lines --mapping modulo")
+    step("UUIDs first, into a file", f"tail -n +2 {rides} | {herald} attach-uuids --format csv > rides.with_uuids",
+         root)
+    step("bike ID alone on a line, then the record; modulo on it",
+         f"awk -F , '{{print $13}}{{print}}' rides.with_uuids | {herald} journals append --broker {url} "
+         f"-l {RIDES_SELECTOR} --framing lines --mapping modulo", root)
     print(step("the Spark job, to the end of the input",
-               [*BIKES, "run", "--broker", url, "--checkpoint", str(root / "ckpt"), "--dsn", dsn]), end="")
+               [*BIKES, "run", "--broker", url, "--checkpoint", "ckpt", "--dsn", dsn], root), end="")
     found_text = step("the cycles it published", [*HERALD, "journals", "read", "--broker", url, "--committed",
-                                                  "-l", CYCLES_SELECTOR])
+                                                  "-l", CYCLES_SELECTOR], root)
     found = sorted((c["BikeID"], tuple(s["StationID"] for s in c["Steps"]))
                    for c in map(json.loads, found_text.splitlines()))
     planted = sorted((p["bike_id"], tuple(p["station_ids"]))
-                     for p in map(json.loads, planted_path.read_text().splitlines()))
+                     for p in map(json.loads, (root / "planted.ndjson").read_text().splitlines()))
     for bike, stations in found:
         print(f"bike {bike}: cycle of {len(stations) - 1} rides from station {stations[0]}")
     serve_history(dsn, planted[0][0])
