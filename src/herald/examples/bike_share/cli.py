@@ -156,10 +156,15 @@ def _check_dsn(dsn: str) -> None:
 @command
 def postgres_command(log_level: str = LOG_LEVEL) -> None:
     """Run a throwaway PostgreSQL (Debian's binaries, temp dir) until Ctrl-C; prints its DSN."""
+    import signal
     import threading
 
     from herald.testing.postgres import PostgresServer
 
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # `kill` too stops the server and deletes its directory
+
+    signal.signal(signal.SIGTERM, stop)
     with PostgresServer() as server:
         print(f"export HERALD_BIKE_SHARE_DSN={server.dsn}", flush=True)
         try:
