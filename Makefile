@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.herald-installed
 PYTEST_ARGS ?=
 
-.PHONY: install demo lint test test-fast bench clean system-deps
+.PHONY: install demo lint test test-fast bench clean system-deps example-bike-share
 
 install: $(STAMP)
 
@@ -19,12 +19,14 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Java runs Spark; etcd runs cluster tests; fuse3 (libfuse3 + fusermount3) runs the
-# power-loss tests' file system. apt-get only what is missing.
+# power-loss tests' file system; postgresql (server binaries under /usr/lib/postgresql)
+# is bike-share's store. apt-get only what is missing.
 system-deps:
 	@missing=""; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	command -v etcd >/dev/null || missing="$$missing etcd-server"; \
 	command -v fusermount3 >/dev/null || missing="$$missing fuse3"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
 
 demo: install
@@ -34,6 +36,12 @@ demo: install
 .PHONY: example-word-count
 example-word-count: install
 	$(BIN)/python -m herald.examples.word_count.demo
+
+# Gazette's bike-share example end to end on an embedded broker and a throwaway PostgreSQL
+# (docs/examples/bike-share.md walks through the same steps one by one).
+.PHONY: example-bike-share
+example-bike-share: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m herald.examples.bike_share.demo
 
 # Lint and types are part of the test run (settings in pyproject.toml).
 lint: install

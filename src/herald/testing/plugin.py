@@ -53,3 +53,13 @@ def etcd(tmp_path_factory):
     proc = EtcdProcess(tmp_path_factory.mktemp("etcd")).start()
     yield proc
     proc.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server (Debian's ``postgresql``) for the whole session."""
+    from herald.testing.postgres import PostgresServer
+
+    server = PostgresServer().start()
+    yield server
+    server.stop()
