@@ -109,6 +109,16 @@ def _print_applied(revision: int, output: OutputFormat) -> None:
         print_doc({"revision": revision}, output)
 
 
+def _read_specs_file(path: Path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        raise ValidationError("-f", f"{path}: no such file; give a YAML file of JournalSpecs, "
+                                    "or '-' to read them from stdin") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValidationError("-f", f"cannot read {path} ({getattr(err, 'strerror', None) or err})") from None
+
+
 @journals_app.command("apply")
 @command
 def apply_command(
@@ -121,7 +131,7 @@ def apply_command(
 ) -> None:
     """Apply JournalSpecs (flat or hierarchical YAML) in one atomic change (gazctl's
     --max-txn-size splits a large apply, as gazctl does)."""
-    text = sys.stdin.read() if specs == "-" else Path(specs).read_text()
+    text = sys.stdin.read() if specs == "-" else _read_specs_file(Path(specs))
     changes = changes_from_yaml(text)
     if dry_run:
         print_doc({"dry_run": True, "changes": [c.to_dict() for c in changes]},

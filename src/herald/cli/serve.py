@@ -16,6 +16,8 @@ from herald.broker.settings import (
     DEFAULT_MAX_HEADER_BYTES,
 )
 from herald.cli.logs import configure
+from herald.cli.options import log_level_option
+from herald.protocol.errors import ValidationError
 from herald.protocol.journal import format_duration, parse_duration
 
 #: The broker's event loop. uvloop by default: with appends gathered into sync rounds,
@@ -80,7 +82,7 @@ def serve_command(
                                    envvar="HERALD_BROKER_EVENT_LOOP",
                                    help="uvloop (libuv; less CPU per request) or asyncio (the "
                                         "standard library's loop)."),
-    log_level: str = typer.Option("info", "--log.level", envvar="HERALD_LOG_LEVEL"),
+    log_level: str = log_level_option("info", "HERALD_LOG_LEVEL"),
     log_format: str = typer.Option("text", "--log.format", envvar="HERALD_LOG_FORMAT",
                                    help="text or json"),
 ) -> None:
@@ -89,6 +91,7 @@ def serve_command(
         raise typer.BadParameter(f"must be one of {', '.join(EVENT_LOOPS)}", param_hint="--event-loop")
     if log_format not in ("text", "json"):
         raise typer.BadParameter("must be text or json", param_hint="--log.format")
+    _check_data_dir(data_dir)
     configure(log_level, log_format)
     lease_s = parse_duration(etcd_lease, "--etcd.lease")
     if lease_s < 1:
@@ -104,6 +107,18 @@ def serve_command(
                               tls_ca_file=tls_ca_file)
     with asyncio.Runner(loop_factory=EVENT_LOOPS[event_loop]) as runner:
         runner.run(serve(settings, ready=lambda line: print(line, flush=True)))
+
+
+def _check_data_dir(data_dir: Path) -> None:
+    """Create ``--data-dir`` (and parents) or refuse it in one line naming the flag."""
+    if data_dir.exists() and not data_dir.is_dir():
+        raise ValidationError("--data-dir", f"{data_dir} is a file, not a directory; "
+                                            "remove it or choose another --data-dir")
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValidationError("--data-dir", f"cannot create {data_dir} ({err.strerror}); "
+                                            "choose a writable --data-dir") from None
 
 
 def _positive_duration(text: str, flag: str) -> float:
