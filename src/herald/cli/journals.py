@@ -57,7 +57,7 @@ def journals_yaml(infos: list[JournalInfo]) -> str:
 @command
 def list_command(
     selector: str = selector_option(False),
-    label_columns: list[str] = typer.Option([], "-L", "--label-columns", help="Show this label as a column."),
+    label_columns: list[str] = typer.Option([], "-L", "--label-columns", help="Show this label as a column (repeatable) [default: none]."),
     primary: bool = typer.Option(False, "--primary", help="Show each journal's primary broker."),
     output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
@@ -281,7 +281,8 @@ FRAGMENT_HEADERS = ["JOURNAL", "OFFSET", "LENGTH", "PERSISTED", "SHA1", "COMPRES
 @command
 def fragments_command(
     selector: str = selector_option(True),
-    url_ttl: str = typer.Option("", "--url-ttl", help="Sign a URL per persisted fragment, valid this long (1m)."),
+    url_ttl: str = typer.Option("", "--url-ttl", help="Sign a URL per persisted fragment, valid this long (e.g. 1m) "
+                                                     "[default: no URLs]."),
     output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
     """List the fragments of matching journals (with signed URLs for batch readers)."""

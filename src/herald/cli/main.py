@@ -74,12 +74,13 @@ def _usage_error_line(err: UsageError) -> str:
     return f"error: {message}{where}"
 
 
-def run(typer_app: typer.Typer) -> None:
-    """Run ``typer_app``, rendering every expected error as one line: exit 2 for a
-    usage error (as click), 1 for anything else, 130 on Ctrl-C."""
+def run(typer_app: typer.Typer, args: list[str] | None = None) -> None:
+    """Run ``typer_app`` on ``args`` (default: the command line), rendering every
+    expected error as one line: exit 2 for a usage error (as click), 1 for anything
+    else, 130 on Ctrl-C. Always ends in SystemExit."""
     command = typer.main.get_command(typer_app)
     try:
-        code = command.main(prog_name=PROG_NAME, standalone_mode=False)
+        code = command.main(args, prog_name=PROG_NAME, standalone_mode=False)
     except NoArgsIsHelpError as err:  # ``herald journals``: the help, as click shows it
         print(err.format_message(), file=sys.stderr)
         sys.exit(2)

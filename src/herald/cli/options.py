@@ -71,7 +71,8 @@ OUTPUT_FORMAT = typer.Option(OutputFormat.table, "-o", "--output-format", "--for
 
 def selector_option(required: bool) -> Any:
     return typer.Option(... if required else "", "-l", "--selector", show_default=False,
-                        help="Label selector of journals, e.g. 'prefix=foobar/, name not in (foobar/part-001)'.")
+                        help="Label selector of journals, e.g. 'prefix=foobar/, name not in (foobar/part-001)'"
+                             + ("." if required else " [default: all journals]."))
 
 
 class BrokerUnreachableError(HeraldError):

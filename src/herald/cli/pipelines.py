@@ -63,7 +63,7 @@ def generate_command(
     dup_rate: float = typer.Option(0.006, "--dup-rate", help="Fraction of events a client sends twice."),
     retry_delay: str = typer.Option("2s", "--retry-delay", help="Mean delay of a retry after its original."),
     mapping: str = typer.Option("modulo", "--mapping", help="modulo, rendezvous or random (on messageId)."),
-    seed: int = typer.Option(None, "--seed", help="Seed for a reproducible stream."),
+    seed: int = typer.Option(None, "--seed", help="Seed for a reproducible stream [default: random]."),
     broker: str = BROKER,
     log_level: str = LOG_LEVEL,
 ) -> None:

@@ -70,14 +70,15 @@ def serve_command(
     auth_keys: str = typer.Option(None, "--auth-keys", "--broker.auth-keys", envvar="HERALD_AUTH_KEYS",
                                   help="Comma/space separated base64 HMAC keys: require signed JWTs "
                                        "(the first key signs, any verifies; AA== admits token-less "
-                                       "requests). Default: no authorization.", show_default=False),
+                                       "requests) [default: none: no authorization].", show_default=False),
     tls_cert_file: Path = typer.Option(None, "--tls.cert-file", envvar="HERALD_TLS_CERT_FILE",
-                                       help="PEM certificate (chain): serve HTTPS."),
+                                       help="PEM certificate (chain): serve HTTPS [default: none: plain HTTP]."),
     tls_key_file: Path = typer.Option(None, "--tls.key-file", envvar="HERALD_TLS_KEY_FILE",
-                                      help="PEM private key of --tls.cert-file (if not in that file)."),
+                                      help="PEM private key of --tls.cert-file [default: in that file]."),
     tls_ca_file: Path = typer.Option(None, "--tls.ca-file", envvar="HERALD_TLS_CA_FILE",
                                      help="PEM CA: require client certificates it signed (mutual TLS, "
-                                          "peers included) and trust peers it signed."),
+                                          "peers included) and trust peers it signed [default: none: no client "
+                                          "certificates]."),
     event_loop: str = typer.Option("uvloop", "--event-loop", "--broker.event-loop",
                                    envvar="HERALD_BROKER_EVENT_LOOP",
                                    help="uvloop (libuv; less CPU per request) or asyncio (the "
