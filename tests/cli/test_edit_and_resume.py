@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import yaml
 
@@ -63,7 +64,7 @@ def test_edit_saved_unchanged_after_an_error_keeps_the_text_in_a_file(broker, tm
     assert result.exit_code == 1 and "edit abandoned, your text is kept in " in str(result.exception)
     kept = str(result.exception).split("kept in ")[1].split(" ")[0]
     try:
-        assert open(kept).read().endswith("not: [valid yaml")
+        assert Path(kept).read_text().endswith("not: [valid yaml")
     finally:
         os.unlink(kept)
     assert ok(broker.url, "list", "-o", "yaml") == before and len(seen()) == 2  # nothing applied

@@ -57,7 +57,8 @@ def journals_yaml(infos: list[JournalInfo]) -> str:
 @command
 def list_command(
     selector: str = selector_option(False),
-    label_columns: list[str] = typer.Option([], "-L", "--label-columns", help="Show this label as a column (repeatable) [default: none]."),
+    label_columns: list[str] = typer.Option([], "-L", "--label-columns",
+                                        help="Show this label as a column (repeatable) [default: none]."),
     primary: bool = typer.Option(False, "--primary", help="Show each journal's primary broker."),
     output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
