@@ -55,7 +55,31 @@ _EXPORTS = {
     "read_uncommitted": "herald.client",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "AppendResult",
+    "AppendService",
+    "AsyncBrokerClient",
+    "BrokerClient",
+    "Change",
+    "ClientSecurity",
+    "CompressionCodec",
+    "Envelope",
+    "FragmentInfo",
+    "FragmentSpec",
+    "HeraldError",
+    "JournalInfo",
+    "JournalSpec",
+    "LabelSelector",
+    "LabelSet",
+    "Publisher",
+    "RetryReader",
+    "ValidationError",
+    "WatchedList",
+    "__version__",
+    "is_ack",
+    "read_committed",
+    "read_uncommitted",
+]
 
 if TYPE_CHECKING:
     from herald.client import (
