@@ -37,7 +37,7 @@ def test_lag_shows_write_head_minus_read_through_per_journal(spark, broker, clie
     assert json.loads(result.stdout) == [{"journal": journal, "read_through": read_through, "write_head": head,
                                           "lag": head - read_through}]
     result = CliRunner().invoke(pipelines_app, ["lag", "--checkpoint", str(ck), "-o", "yaml", "--broker", broker.url])
-    assert yaml.safe_load(result.stdout)[0]["lag"] == head - read_through
+    assert [doc["lag"] for doc in yaml.safe_load_all(result.stdout)] == [head - read_through]
 
 
 def test_lag_of_a_directory_that_is_no_checkpoint_fails_clearly(tmp_path):

@@ -112,10 +112,10 @@ def _starting(text: str | None) -> str | dict[str, int]:
 def _brokers(text: str | None) -> tuple[str, ...]:
     """``broker``: one URL or a comma separated list (tried in order, as Kafka's
     bootstrap servers)."""
-    if not text or not text.strip():
+    urls = tuple(u.strip().rstrip("/") for u in (text or "").split(",") if u.strip())
+    if not urls:
         raise ValidationError("broker", "required: the broker address, e.g. http://localhost:8080 "
                                         "(or several, comma separated)")
-    urls = tuple(u.strip().rstrip("/") for u in text.split(",") if u.strip())
     for url in urls:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
