@@ -107,8 +107,8 @@ def command(fn: Callable[..., None]) -> Callable[..., None]:
 def _reason(err: httpx.TransportError) -> str:
     cause = err.__cause__ or err.__context__
     text = str(err) or type(err).__name__
-    if cause is not None and getattr(cause, "strerror", None):
-        text = cause.strerror  # type: ignore[union-attr]
+    if isinstance(cause, OSError) and cause.strerror:
+        text = cause.strerror
     return text.removeprefix("[Errno 111] ").removeprefix("[Errno -2] ")
 
 
