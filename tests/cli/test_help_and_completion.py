@@ -64,8 +64,9 @@ def test_shell_completion_completes_commands_and_flags():
     done = subprocess.run([sys.executable, "-m", "herald.cli.main"], env=env, capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.split() == ["read"], done
-    script = CliRunner().invoke(app, ["--show-completion", "bash"], env={"SHELL": "/bin/bash"}, prog_name="herald")
-    assert "_HERALD_COMPLETE=complete_bash" in script.stdout
+    script = subprocess.run([sys.executable, "-m", "herald.cli.main", "--show-completion", "bash"],
+                            env={**os.environ, "SHELL": "/bin/bash"}, capture_output=True, text=True, timeout=60)
+    assert "_HERALD_COMPLETE=complete_bash" in script.stdout, script.stderr
 
 
 def write_ini(path, address: str, section: str = "journals.Broker", key: str = "Address"):
