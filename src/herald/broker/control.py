@@ -19,7 +19,7 @@ from herald.broker.gateway import APPEND_HEADERS, append_from_request, register_
 from herald.broker.service import Broker
 from herald.keyspace.base import Change, Entry
 from herald.protocol.errors import ValidationError
-from herald.protocol.journal import validate_journal_name
+from herald.protocol.journal import JournalSpec, validate_journal_name
 from herald.protocol.labels import LabelSelector, journal_meta_labels, rewrite_prefix_selector
 
 MAX_PAGE, DEFAULT_PAGE = wire.MAX_PAGE, wire.DEFAULT_PAGE
@@ -90,6 +90,18 @@ async def handle_list(request: web.Request) -> web.StreamResponse:
     return response
 
 
+def _check_replication(broker: Broker, spec: JournalSpec, field: str) -> None:
+    """An embedded broker is the only broker there will ever be: a spec asking for
+    more copies is refused (as Kafka refuses a replication factor above its broker
+    count) rather than served with one copy. A cluster takes it, as Gazette does:
+    brokers may join, and until they do appends answer INSUFFICIENT_JOURNAL_BROKERS."""
+    if not broker.is_cluster and spec.replication > 1:
+        raise ValidationError(field, f"{spec.name}: replication {spec.replication} needs {spec.replication} "
+                                     "brokers, but this broker is embedded (one broker, no --etcd) and would "
+                                     "keep one copy; use replication: 1, or run a cluster (herald serve "
+                                     "--etcd …)")
+
+
 async def handle_apply(request: web.Request) -> web.Response:
     """Apply changes atomically (all or none), then wait until the broker serves them."""
     broker: Broker = request.app["broker"]
@@ -102,6 +114,7 @@ async def handle_apply(request: web.Request) -> web.Response:
         labels = change.upsert.labels if change.upsert is not None else None
         authorize_change(request, change.name, labels, f"changes[{i}]")
         if change.upsert is not None:
+            _check_replication(broker, change.upsert, f"changes[{i}].upsert.replication")
             broker.stores_for(change.upsert, f"changes[{i}].upsert.fragment.stores")
     revision = await broker.keyspace.apply(changes)
     await broker.sync_journals()

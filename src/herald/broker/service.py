@@ -14,6 +14,7 @@ ends blocking reads, finishes in-flight appends, rolls and persists spools, and
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import secrets
 import socket
@@ -376,7 +377,20 @@ def _listen(host: str, port: int) -> socket.socket:
     try:
         return socket.create_server((host, port))
     except OSError as err:
-        raise HeraldError(Status.INVALID_ARGUMENT,
-                          f"cannot listen on {host}:{port} ({err.strerror}); "
-                          "choose another --host/--port", "port") from None
+        raise _listen_error(host, port, err) from None
+
+
+def _listen_error(host: str, port: int, err: OSError) -> HeraldError:
+    """Which flag to fix: ``--host`` (unknown name, not this machine's) or ``--port``."""
+    if isinstance(err, socket.gaierror) or (err.errno or 0) < 0:  # getaddrinfo's EAI_* codes
+        return HeraldError(Status.INVALID_ARGUMENT, f"cannot resolve {host!r}; use an IP address or a name "
+                           "of this machine (127.0.0.1, 0.0.0.0 for all)", "--host")
+    if err.errno == errno.EADDRINUSE:
+        return HeraldError(Status.INVALID_ARGUMENT, f"{host}:{port} is already in use; stop the process "
+                           "holding it or choose another --port (0 picks a free one)", "--port")
+    if err.errno == errno.EADDRNOTAVAIL:
+        return HeraldError(Status.INVALID_ARGUMENT, f"{host} is not an address of this machine; use one of "
+                           "its addresses (127.0.0.1, 0.0.0.0 for all)", "--host")
+    return HeraldError(Status.INVALID_ARGUMENT, f"cannot listen on {host}:{port} ({err.strerror}); "
+                       "choose another --host/--port", "--port")
 

@@ -30,7 +30,7 @@ def token_command(
     selector: str = typer.Option("", "-l", "--selector",
                                  help="Journals the token may see (a label selector; default: all)."),
     ttl: str = typer.Option("1h", "--ttl", help="How long the token is valid (Go duration)."),
-    subject: str = typer.Option("", "--subject", help="The token's `sub` claim (who it is for)."),
+    subject: str = typer.Option("", "--subject", help="The token's `sub` claim (who it is for) [default: none]."),
     keys: str = typer.Option(..., "--auth-keys", envvar="HERALD_AUTH_KEYS",
                              help="The brokers' keys (the first one signs).", show_default=False),
     output: OutputFormat = typer.Option(OutputFormat.table, "-o", "--output",

@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import logging
 import random
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,10 +26,11 @@ from typing import Any
 import typer
 import yaml
 
-from herald.cli import config
+from herald.cli.editing import edit_until_applied
 from herald.cli.options import BROKER, LOG_LEVEL, OUTPUT, broker_client, command, selector_option
 from herald.cli.output import OutputFormat, humanize_age, humanize_bytes, print_doc, print_table, progress, table_header
-from herald.client import AppendService, BrokerClient, FragmentInfo, JournalInfo, RetryReader, WatchedList
+from herald.cli.reading import Offsets, matched, read_committed_journals, read_journals
+from herald.client import AppendService, BrokerClient, FragmentInfo, JournalInfo, WatchedList
 from herald.keyspace.base import BLIND, Change
 from herald.message.mapping import NoJournalsError, mapping_by_name
 from herald.protocol.errors import HeraldError, Status, ValidationError
@@ -44,13 +42,6 @@ log = logging.getLogger(__name__)
 journals_app = typer.Typer(no_args_is_help=True, help="Work with journals and their specs.")
 
 LIST_READY_TIMEOUT_S = 30.0
-
-def _matched(client: BrokerClient, selector: str) -> list[JournalInfo]:
-    infos = client.list(selector)
-    if not infos:
-        raise NoJournalsError()
-    return infos
-
 
 # -- list / apply / edit ----------------------------------------------------------------------
 
@@ -66,7 +57,8 @@ def journals_yaml(infos: list[JournalInfo]) -> str:
 @command
 def list_command(
     selector: str = selector_option(False),
-    label_columns: list[str] = typer.Option([], "-L", "--label-columns", help="Show this label as a column."),
+    label_columns: list[str] = typer.Option([], "-L", "--label-columns",
+                                        help="Show this label as a column (repeatable) [default: none]."),
     primary: bool = typer.Option(False, "--primary", help="Show each journal's primary broker."),
     output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
@@ -109,6 +101,16 @@ def _print_applied(revision: int, output: OutputFormat) -> None:
         print_doc({"revision": revision}, output)
 
 
+def _read_specs_file(path: Path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        raise ValidationError("-f", f"{path}: no such file; give a YAML file of JournalSpecs, "
+                                    "or '-' to read them from stdin") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValidationError("-f", f"cannot read {path} ({getattr(err, 'strerror', None) or err})") from None
+
+
 @journals_app.command("apply")
 @command
 def apply_command(
@@ -121,7 +123,7 @@ def apply_command(
 ) -> None:
     """Apply JournalSpecs (flat or hierarchical YAML) in one atomic change (gazctl's
     --max-txn-size splits a large apply, as gazctl does)."""
-    text = sys.stdin.read() if specs == "-" else Path(specs).read_text()
+    text = sys.stdin.read() if specs == "-" else _read_specs_file(Path(specs))
     changes = changes_from_yaml(text)
     if dry_run:
         print_doc({"dry_run": True, "changes": [c.to_dict() for c in changes]},
@@ -141,91 +143,18 @@ def edit_command(
     selector: str = selector_option(True),
     output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
-    """List matching specs, open them in $VISUAL/$EDITOR, apply what you save (kubectl edit)."""
+    """List matching specs, open them in $VISUAL/$EDITOR, apply what you save; after an
+    error the editor reopens on your text with the error on top (kubectl edit)."""
     with broker_client(broker) as client:
-        original = journals_yaml(_matched(client, selector))
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="herald-edit-", delete=False) as f:
-            f.write(original)
-        path = Path(f.name)
-        try:
-            subprocess.run([*config.editor_command(), str(path)], check=True)
-            edited = path.read_text()
-        except (OSError, subprocess.CalledProcessError) as err:
-            raise HeraldError(Status.INTERNAL, f"editor failed: {err}") from None
-        finally:
-            path.unlink(missing_ok=True)
-        if edited == original:
-            print("Edit cancelled, no changes made.")
-            return
-        _print_applied(client.apply(changes_from_yaml(edited)), output)
+        original = journals_yaml(matched(client, selector))
+        revision = edit_until_applied(original, lambda text: client.apply(changes_from_yaml(text)))
+    if revision is None:
+        print("Edit cancelled, no changes made.")
+    else:
+        _print_applied(revision, output)
 
 
 # -- read -------------------------------------------------------------------------------------
-
-
-def _stdout() -> Any:
-    sys.stdout.flush()
-    return sys.stdout.buffer
-
-
-def _read_one(client: BrokerClient, journal: str, offset: int, block: bool, offload: bool) -> None:
-    """Copy one journal to stdout (non-blocking: up to its write head)."""
-    log.info("read started journal=%s offset=%d", journal, offset)
-    total = client.write_head(journal) - max(offset, 0) if sys.stderr.isatty() and not block else None
-    out = _stdout()
-    with RetryReader(client, journal, offset, block=block, offload=offload) as reader, \
-            progress(f"read {journal}", total) as bar:
-        for _at, chunk in reader:
-            out.write(chunk)
-            out.flush()
-            bar.advance(len(chunk))
-
-
-def _read_committed(client: BrokerClient, journal: str, block: bool, on_decode_error: str) -> None:
-    """Decoded committed messages of one journal, one per line [I-SEQ-1]."""
-    from herald.client.committed import is_ack, read_committed
-    from herald.message.decode_errors import DecodeErrors, OnDecodeError
-
-    out = _stdout()
-    errors = DecodeErrors(journal, OnDecodeError.parse(on_decode_error, "--on-decode-error"))
-    for env in read_committed(client, journal, block=block, errors=errors):
-        if not is_ack(env):
-            out.write(env.value + b"\n")
-            out.flush()
-    if (stats := errors.statistics()).skipped:
-        print(f"{journal}: skipped {stats.skipped} undecodable messages (offsets {stats.first_offset}"
-              f"..{stats.last_offset})", file=sys.stderr)
-
-
-def _read_concurrently(client: BrokerClient, journals: list[str], offset: int, offload: bool) -> None:
-    """Blocking reads of several journals at once. Output is cut at line ends so
-    records of different journals never interleave (gazette issue #48)."""
-    lock, out = threading.Lock(), _stdout()
-    errors: list[BaseException] = []
-
-    def pump(journal: str) -> None:
-        pending = b""
-        try:
-            log.info("read started journal=%s offset=%d", journal, offset)
-            for _at, chunk in RetryReader(client, journal, offset, block=True, offload=offload):
-                pending += chunk
-                cut = pending.rfind(b"\n") + 1
-                if cut:
-                    with lock:
-                        out.write(pending[:cut])
-                        out.flush()
-                    pending = pending[cut:]
-        except BaseException as err:  # noqa: BLE001 — re-raised in the main thread.
-            errors.append(err)
-
-    threads = [threading.Thread(target=pump, args=(j,), daemon=True) for j in journals]
-    for t in threads:
-        t.start()
-    for t in threads:
-        while t.is_alive() and not errors:
-            t.join(0.2)  # a timeout keeps Ctrl-C working.
-    if errors:
-        raise errors[0]
 
 
 @journals_app.command("read")
@@ -234,7 +163,13 @@ def read_command(
     selector: str = selector_option(True),
     block: bool = typer.Option(False, "--block", help="Keep reading at the write head (until interrupted)."),
     tail: bool = typer.Option(False, "--tail", help="Start at the write head (offset -1)."),
-    offset: int = typer.Option(0, "--offset", help="Start at this offset of each journal."),
+    offset: int = typer.Option(0, "--offset", min=0, help="Start at this offset of each journal."),
+    end_offset: int = typer.Option(0, "--end-offset", min=0,
+                                   help="Stop before this offset of each journal (0: no end)."),
+    offsets_file: Path = typer.Option(None, "--offsets-file", show_default=False,
+                                      help="JSON {journal: offset}: start there (else --offset/--tail) and "
+                                           "save the next offsets back when the read ends, to resume "
+                                           "[default: none]."),
     offload: bool = typer.Option(False, "--offload", help="Read persisted fragments straight from their stores."),
     committed: bool = typer.Option(False, "--committed",
                                    help="Read-committed: each committed message once, ACKs hidden."),
@@ -244,18 +179,16 @@ def read_command(
     broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
     """Copy journal content to stdout: each matching journal in turn, whole appends."""
-    start = -1 if tail else offset
+    if committed and (offsets_file or end_offset):
+        raise ValidationError("--committed", "reads each journal whole; drop --offsets-file/--end-offset "
+                                             "(a committed read needs the sequencer state from offset 0)")
+    offsets = Offsets(offsets_file)
     with broker_client(broker) as client:
-        names = [i.name for i in _matched(client, selector)]
+        names = [i.name for i in matched(client, selector)]
         if committed:
-            for name in names:
-                _read_committed(client, name, block, on_decode_error)
+            read_committed_journals(client, names, block, on_decode_error)
             return
-        if block and len(names) > 1:
-            _read_concurrently(client, names, start, offload)
-            return
-        for name in names:
-            _read_one(client, name, start, block, offload)
+        read_journals(client, names, -1 if tail else offset, end_offset, block, offload, offsets)
 
 
 # -- append -----------------------------------------------------------------------------------
@@ -349,13 +282,14 @@ FRAGMENT_HEADERS = ["JOURNAL", "OFFSET", "LENGTH", "PERSISTED", "SHA1", "COMPRES
 @command
 def fragments_command(
     selector: str = selector_option(True),
-    url_ttl: str = typer.Option("", "--url-ttl", help="Sign a URL per persisted fragment, valid this long (1m)."),
+    url_ttl: str = typer.Option("", "--url-ttl", help="Sign a URL per persisted fragment, valid this long (e.g. 1m) "
+                                                     "[default: no URLs]."),
     output: OutputFormat = OUTPUT, broker: str = BROKER, log_level: str = LOG_LEVEL,
 ) -> None:
     """List the fragments of matching journals (with signed URLs for batch readers)."""
     ttl_s = parse_duration(url_ttl, "url-ttl") if url_ttl else 0
     with broker_client(broker) as client:
-        infos = [f for j in _matched(client, selector) for f in client.fragments(j.name, signature_ttl_s=ttl_s)]
+        infos = [f for j in matched(client, selector) for f in client.fragments(j.name, signature_ttl_s=ttl_s)]
     if output is not OutputFormat.table:
         print_doc([f.to_dict() for f in infos], output)
         return
@@ -372,7 +306,7 @@ def prune_command(
     """Delete persisted fragments older than each journal's fragment.retention
     (retention <= 0 keeps everything)."""
     with broker_client(broker) as client:
-        removed = [f for j in _matched(client, selector) for f in client.prune(j.name, dry_run=dry_run)]
+        removed = [f for j in matched(client, selector) for f in client.prune(j.name, dry_run=dry_run)]
     if output is not OutputFormat.table:
         print_doc({"dry_run": dry_run, "removed": [f.fragment.to_dict() for f in removed]}, output)
         return

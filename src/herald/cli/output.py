@@ -16,7 +16,16 @@ from typing import Any
 import orjson
 import yaml
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 from rich.table import Table
 
 __all__ = [
@@ -124,12 +133,19 @@ class _BarProgress:
 
 
 @contextlib.contextmanager
-def progress(description: str, total: int | None = None) -> Iterator[_BarProgress | _NoProgress]:
-    """A byte-count progress bar on stderr if it is a terminal; otherwise nothing."""
+def progress(description: str, total: int | None = None,
+             unit: str = "bytes") -> Iterator[_BarProgress | _NoProgress]:
+    """A progress bar on stderr if it is a terminal; otherwise nothing (stdout, where
+    data goes, is never touched). ``unit`` is ``bytes`` or a count's noun (``events``)."""
     if not sys.stderr.isatty():
         yield _NoProgress()
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(binary_units=True),
-               TransferSpeedColumn())
+    columns: tuple[Any, ...]
+    if unit == "bytes":
+        columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(binary_units=True),
+                   TransferSpeedColumn())
+    else:
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn(unit), TaskProgressColumn(), TimeRemainingColumn())
     with Progress(*columns, console=_console(stderr=True), transient=True) as bar:
         yield _BarProgress(bar, bar.add_task(description, total=total))

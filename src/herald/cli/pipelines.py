@@ -18,7 +18,7 @@ import typer
 
 from herald.cli import config
 from herald.cli.options import BROKER, LOG_LEVEL, OUTPUT, OUTPUT_FORMAT, broker_client, command
-from herald.cli.output import OutputFormat, print_doc, print_table
+from herald.cli.output import OutputFormat, print_doc, print_table, progress
 
 __all__ = ["pipelines_app"]
 
@@ -63,7 +63,7 @@ def generate_command(
     dup_rate: float = typer.Option(0.006, "--dup-rate", help="Fraction of events a client sends twice."),
     retry_delay: str = typer.Option("2s", "--retry-delay", help="Mean delay of a retry after its original."),
     mapping: str = typer.Option("modulo", "--mapping", help="modulo, rendezvous or random (on messageId)."),
-    seed: int = typer.Option(None, "--seed", help="Seed for a reproducible stream."),
+    seed: int = typer.Option(None, "--seed", help="Seed for a reproducible stream [default: random]."),
     broker: str = BROKER,
     log_level: str = LOG_LEVEL,
 ) -> None:
@@ -73,8 +73,14 @@ def generate_command(
 
     settings = GeneratorSettings(count=count, rate=rate or None, dup_rate=dup_rate,
                                  retry_delay_s=parse_window(retry_delay, "retry_delay"), mapping=mapping, seed=seed)
-    with broker_client(broker) as client:
-        stats = generate(client, output, settings)
+    with broker_client(broker) as client, progress("generate", count + round(count * dup_rate), "events") as bar:
+        done = [0]
+
+        def advance(published: int) -> None:
+            bar.advance(published - done[0])
+            done[0] = published
+
+        stats = generate(client, output, settings, progress=advance)
     print(f"published {stats.events} events + {stats.retries} retries in {stats.elapsed_s:.1f} s "
           f"({stats.events_per_s:,.0f} events/s)")
 
@@ -136,8 +142,8 @@ def audit_command(
     (read-committed). Exits 1 unless each key is in the output exactly once."""
     from herald.pipelines.audit import audit
 
-    with broker_client(broker) as client:
-        report = audit(client, input, output, key)
+    with broker_client(broker) as client, progress("audit", None, "messages") as bar:
+        report = audit(client, input, output, key, progress=bar.advance)
     if fmt is OutputFormat.table:
         print_table(["METRIC", "VALUE"], report.rows())
     else:

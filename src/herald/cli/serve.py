@@ -16,6 +16,8 @@ from herald.broker.settings import (
     DEFAULT_MAX_HEADER_BYTES,
 )
 from herald.cli.logs import configure
+from herald.cli.options import log_level_option
+from herald.protocol.errors import ValidationError
 from herald.protocol.journal import format_duration, parse_duration
 
 #: The broker's event loop. uvloop by default: with appends gathered into sync rounds,
@@ -68,19 +70,20 @@ def serve_command(
     auth_keys: str = typer.Option(None, "--auth-keys", "--broker.auth-keys", envvar="HERALD_AUTH_KEYS",
                                   help="Comma/space separated base64 HMAC keys: require signed JWTs "
                                        "(the first key signs, any verifies; AA== admits token-less "
-                                       "requests). Default: no authorization.", show_default=False),
+                                       "requests) [default: none: no authorization].", show_default=False),
     tls_cert_file: Path = typer.Option(None, "--tls.cert-file", envvar="HERALD_TLS_CERT_FILE",
-                                       help="PEM certificate (chain): serve HTTPS."),
+                                       help="PEM certificate (chain): serve HTTPS [default: none: plain HTTP]."),
     tls_key_file: Path = typer.Option(None, "--tls.key-file", envvar="HERALD_TLS_KEY_FILE",
-                                      help="PEM private key of --tls.cert-file (if not in that file)."),
+                                      help="PEM private key of --tls.cert-file [default: in that file]."),
     tls_ca_file: Path = typer.Option(None, "--tls.ca-file", envvar="HERALD_TLS_CA_FILE",
                                      help="PEM CA: require client certificates it signed (mutual TLS, "
-                                          "peers included) and trust peers it signed."),
+                                          "peers included) and trust peers it signed [default: none: no client "
+                                          "certificates]."),
     event_loop: str = typer.Option("uvloop", "--event-loop", "--broker.event-loop",
                                    envvar="HERALD_BROKER_EVENT_LOOP",
                                    help="uvloop (libuv; less CPU per request) or asyncio (the "
                                         "standard library's loop)."),
-    log_level: str = typer.Option("info", "--log.level", envvar="HERALD_LOG_LEVEL"),
+    log_level: str = log_level_option("info", "HERALD_LOG_LEVEL"),
     log_format: str = typer.Option("text", "--log.format", envvar="HERALD_LOG_FORMAT",
                                    help="text or json"),
 ) -> None:
@@ -89,6 +92,7 @@ def serve_command(
         raise typer.BadParameter(f"must be one of {', '.join(EVENT_LOOPS)}", param_hint="--event-loop")
     if log_format not in ("text", "json"):
         raise typer.BadParameter("must be text or json", param_hint="--log.format")
+    _check_data_dir(data_dir)
     configure(log_level, log_format)
     lease_s = parse_duration(etcd_lease, "--etcd.lease")
     if lease_s < 1:
@@ -104,6 +108,18 @@ def serve_command(
                               tls_ca_file=tls_ca_file)
     with asyncio.Runner(loop_factory=EVENT_LOOPS[event_loop]) as runner:
         runner.run(serve(settings, ready=lambda line: print(line, flush=True)))
+
+
+def _check_data_dir(data_dir: Path) -> None:
+    """Create ``--data-dir`` (and parents) or refuse it in one line naming the flag."""
+    if data_dir.exists() and not data_dir.is_dir():
+        raise ValidationError("--data-dir", f"{data_dir} is a file, not a directory; "
+                                            "remove it or choose another --data-dir")
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValidationError("--data-dir", f"cannot create {data_dir} ({err.strerror}); "
+                                            "choose a writable --data-dir") from None
 
 
 def _positive_duration(text: str, flag: str) -> float:

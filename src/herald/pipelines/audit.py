@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 
 import orjson
@@ -24,6 +24,8 @@ import orjson
 from herald.client import BrokerClient
 from herald.client.committed import is_ack, read_committed
 from herald.message import Envelope, clock_to_unix_ns
+
+PROGRESS_EVERY = 1000  # events between progress reports
 
 __all__ = ["AuditReport", "audit", "committed_keys"]
 
@@ -91,18 +93,23 @@ def _is_outside(env: Envelope) -> bool:
     return env.uuid is None or env.flags == 0
 
 
-def audit(client: BrokerClient, input_selector: str, output_selector: str, key: str = "messageId") -> AuditReport:
-    """Count what the input and output journals hold, read-committed. Blocks."""
+def audit(client: BrokerClient, input_selector: str, output_selector: str, key: str = "messageId",
+          progress: Callable[[int], None] | None = None) -> AuditReport:
+    """Count what the input and output journals hold, read-committed. Blocks.
+    ``progress(n)`` is told of each ``PROGRESS_EVERY`` events read (a CLI's bar)."""
+    note = _every(PROGRESS_EVERY, progress)
     first_in: dict[str, int] = {}
     input_events = 0
     for k, clock, _ in committed_keys(client, input_selector, key):
         input_events += 1
+        note()
         if k not in first_in or clock < first_in[k]:
             first_in[k] = clock
     out_counts: Counter[str] = Counter()
     latencies: list[float] = []
     for k, _, commit_clock in committed_keys(client, output_selector, key):
         out_counts[k] += 1
+        note()
         if k in first_in:
             latencies.append((clock_to_unix_ns(commit_clock) - clock_to_unix_ns(first_in[k])) / 1e6)
     return AuditReport(
@@ -115,6 +122,18 @@ def audit(client: BrokerClient, input_selector: str, output_selector: str, key: 
         latency_p50_ms=_percentile(latencies, 50),
         latency_p99_ms=_percentile(latencies, 99),
     )
+
+
+def _every(n: int, progress: Callable[[int], None] | None) -> Callable[[], None]:
+    """A counter calling ``progress(n)`` once per ``n`` calls (a no-op without one)."""
+    count = [0]
+
+    def note() -> None:
+        count[0] += 1
+        if progress is not None and count[0] % n == 0:
+            progress(n)
+
+    return note
 
 
 def _percentile(values: list[float], pct: int) -> float | None:

@@ -29,8 +29,14 @@ from herald.spark.rows import ARROW_SCHEMA, SPARK_SCHEMA
 __all__ = ["ARROW_SCHEMA", "JournalLag", "SPARK_SCHEMA", "HeraldOptions", "checkpoint_offsets", "lag", "register"]
 
 
-def register(spark: Any) -> None:
-    """Register format ``herald`` with ``spark`` (a SparkSession)."""
+def register(spark: Any, ship: bool | None = None) -> None:
+    """Register format ``herald`` with ``spark`` (a SparkSession), first making
+    Herald importable by its Python workers (`herald.spark.workers`: checked in
+    local mode, shipped as a zip when missing or on a cluster; ``ship`` forces
+    either way). Raises at once, naming the fix, if the workers cannot import a
+    dependency — not later, deep in a task, as ``No module named …``."""
     from herald.spark.source import HeraldDataSource
+    from herald.spark.workers import ensure_importable
 
+    ensure_importable(spark, ship)  # before registering: Spark captures includes then
     spark.dataSource.register(HeraldDataSource)

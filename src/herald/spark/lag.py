@@ -5,6 +5,10 @@ Spark writes ``offsets/<batch>`` (planned) and ``commits/<batch>`` (done); the
 read-through of a journal is its offset in the newest *committed* batch. Each
 source's offsets are one JSON line of ``offsets/<batch>``; ours are
 ``{journal: byte offset}``.
+
+The checkpoint is taken as a job was given it: a Spark ``checkpointLocation``, or a
+directory holding one (``herald pipelines dedupe --checkpoint X`` keeps its query's
+under ``X/query``), as a path or a ``file:`` URL.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pathlib import Path
 from herald.client import BrokerClient
 from herald.protocol.errors import ValidationError
 
-__all__ = ["JournalLag", "checkpoint_offsets", "lag"]
+__all__ = ["JournalLag", "checkpoint_offsets", "lag", "query_checkpoint"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,13 +38,39 @@ def _batches(directory: Path) -> list[int]:
     return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit()) if directory.is_dir() else []
 
 
+def _local_path(location: str | Path) -> Path:
+    """``file:///a/b``, ``file:/a/b`` or a path → a local path."""
+    text = str(location)
+    if text.startswith("file:"):
+        text = "/" + text[len("file:"):].lstrip("/")
+    elif "://" in text:
+        raise ValidationError("checkpoint", f"{text}: only local checkpoints (a path or file: URL) are read")
+    return Path(text).expanduser()
+
+
+def query_checkpoint(location: str | Path) -> Path:
+    """The Spark checkpoint directory at ``location``, or the one query checkpoint
+    directly under it (a job's own checkpoint holding its query's). Raises
+    ValidationError naming what was looked for."""
+    root = _local_path(location)
+    if (root / "offsets").is_dir():
+        return root
+    found = sorted(p for p in root.iterdir() if (p / "offsets").is_dir()) if root.is_dir() else []
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ValidationError("checkpoint", f"{root} is not a Spark checkpoint (no offsets/ in it or in a "
+                                            "directory under it); give the job's --checkpoint or "
+                                            "checkpointLocation")
+    raise ValidationError("checkpoint", f"{root} holds several query checkpoints "
+                                        f"({', '.join(p.name for p in found)}); name one")
+
+
 def checkpoint_offsets(checkpoint: str | Path) -> dict[str, int]:
     """``{journal: read-through}`` of the newest committed batch in a Spark
     checkpoint directory (empty if none committed). Raises ValidationError if the
     directory is not a Spark checkpoint."""
-    root = Path(checkpoint)
-    if not (root / "offsets").is_dir():
-        raise ValidationError("checkpoint", f"{root} has no offsets/ directory: not a Spark checkpoint")
+    root = query_checkpoint(checkpoint)
     committed = _batches(root / "commits")
     if not committed:
         return {}

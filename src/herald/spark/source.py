@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
@@ -27,6 +27,7 @@ from herald.client import BrokerClient
 from herald.message import Checkpoint, Envelope, Framing, Sequencer, duration_to_clock, framing_for, sequence
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming, content_type_of
+from herald.spark.offsets import check_data_loss, clip_pieces, held_range, journal_range
 from herald.spark.options import HeraldOptions
 from herald.spark.reading import (
     BlockScanner,
@@ -109,28 +110,49 @@ class BatchReader(DataSourceReader):
         self.opts = opts
 
     def partitions(self) -> list[InputPartition]:
-        """Driver: list journals and their fragments once."""
+        """Driver: list journals and their fragments once; keep what
+        ``startingOffsets`` / ``endingOffsets`` select (`herald.spark.offsets`)."""
         with self.opts.client() as client:
+            planned = [(journal, content_type, self._in_range(journal, plan_pieces(client, journal)))
+                       for journal, content_type in sorted(_content_types(client, self.opts.selector).items())]
+            opts = self._sized(sum(p.end - p.begin for _, _, pieces in planned for p in pieces))
             parts: list[InputPartition] = []
-            for journal, content_type in sorted(_content_types(client, self.opts.selector).items()):
-                pieces = tuple(plan_pieces(client, journal))
-                if self.opts.committed:
-                    parts += [InputPartition(BatchPart(self.opts, content_type, group, checkpoint))
-                              for checkpoint, group in self._committed_split(client, content_type, pieces)]
+            for _journal, content_type, pieces in planned:
+                if opts.committed:
+                    parts += [InputPartition(BatchPart(opts, content_type, group, checkpoint))
+                              for checkpoint, group in self._committed_split(client, content_type, pieces, opts)]
                 else:
-                    parts += [InputPartition(BatchPart(self.opts, content_type, group))
-                              for group in _packed(pieces, self.opts.max_partition_bytes)]
+                    parts += [InputPartition(BatchPart(opts, content_type, group))
+                              for group in _packed(pieces, opts.max_partition_bytes)]
         return parts or [InputPartition(BatchPart(self.opts, DEFAULT_CONTENT_TYPE, ()))]
 
-    def _committed_split(self, client: BrokerClient, content_type: str,
-                         pieces: tuple[Piece, ...]) -> list[tuple[Checkpoint, tuple[Piece, ...]]]:
+    def _in_range(self, journal: str, pieces: list[Piece]) -> tuple[Piece, ...]:
+        if not pieces:
+            return ()
+        first, head = pieces[0].begin, pieces[-1].end
+        begin, end = journal_range(self.opts.starting, self.opts.ending, journal, first, head)
+        begin, end = held_range(journal, begin, end, first, self.opts.fail_on_data_loss)
+        return tuple(clip_pieces(pieces, begin, end))
+
+    def _sized(self, total_bytes: int) -> HeraldOptions:
+        """``minPartitions``: smaller partitions (read-uncommitted) or splits
+        (read-committed NDJSON), so the read has about that many."""
+        if not self.opts.min_partitions or not total_bytes:
+            return self.opts
+        size = max(1, -(-total_bytes // self.opts.min_partitions))
+        if self.opts.committed:
+            return replace(self.opts, split_bytes=min(self.opts.split_bytes or size, size))
+        return replace(self.opts, max_partition_bytes=min(self.opts.max_partition_bytes, size))
+
+    def _committed_split(self, client: BrokerClient, content_type: str, pieces: tuple[Piece, ...],
+                         opts: HeraldOptions) -> list[tuple[Checkpoint, tuple[Piece, ...]]]:
         """NDJSON journals longer than ``splitBytes`` become several partitions, each
         from a checkpoint computed here (`split_committed`); others one partition."""
-        framing = framing_for(content_type, self.opts.uuid_field)
+        framing = framing_for(content_type, opts.uuid_field)
         if not pieces or not isinstance(framing, NDJSONFraming):
             return [(Checkpoint({}), pieces)]
-        return split_committed(client, list(pieces), framing, self.opts.decode_errors(pieces[0].journal),
-                               self.opts.ring_size, self.opts.split_bytes)
+        return split_committed(client, list(pieces), framing, opts.decode_errors(pieces[0].journal),
+                               opts.ring_size, opts.split_bytes)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: decode the partition's pieces into Arrow batches."""
@@ -265,13 +287,16 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         """Driver: one slice per journal with new bytes in this batch."""
         out = []
-        for journal in sorted(end):
-            lo, hi = int(start.get(journal, 0)) if start else 0, int(end[journal])
-            if hi > lo:
-                if journal not in self._content_types:
-                    self._heads()
-                content_type = self._content_types.get(journal, DEFAULT_CONTENT_TYPE)
-                out.append(InputPartition(StreamSlice(self.opts, journal, content_type, lo, hi)))
+        with self.opts.client() as client:
+            for journal in sorted(end):
+                lo, hi = int(start.get(journal, 0)) if start else 0, int(end[journal])
+                if hi > lo:  # failOnDataLoss: one HEAD when lo > 0 (herald.spark.offsets)
+                    lo = check_data_loss(client, journal, lo, hi, self.opts.fail_on_data_loss)
+                if hi > lo:
+                    if journal not in self._content_types:
+                        self._heads()
+                    content_type = self._content_types.get(journal, DEFAULT_CONTENT_TYPE)
+                    out.append(InputPartition(StreamSlice(self.opts, journal, content_type, lo, hi)))
         return out
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -1,0 +1,93 @@
+"""Where a read of format ``herald`` starts and ends, and what counts as data loss
+(Kafka's ``startingOffsets``, ``endingOffsets`` and ``failOnDataLoss``).
+
+Offsets are journal byte offsets and must be message boundaries: a row's ``end``,
+a stream checkpoint's offset, or 0. ``earliest`` is the first byte a journal still
+holds (after retention pruned older fragments), ``latest`` its write head when the
+read is planned. A journal absent from a JSON object starts at ``earliest`` and ends
+at ``latest``; ``-2`` and ``-1`` name them explicitly.
+
+Data loss: bytes a read was asked for that no longer exist — a start below the first
+byte held (pruned), which the broker answers by jumping forward. With
+``failOnDataLoss`` (the default, as Kafka's) that is an error naming the journal and
+the lost range; with ``false`` it is a warning and the read goes on after the gap.
+Offset 0 is ``earliest`` and never data loss (a journal whose start was pruned is
+read from what remains, as a new Kafka consumer reads from the log start).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from herald.client import BrokerClient
+from herald.protocol.errors import HeraldError, Status
+from herald.spark.reading import Piece
+
+__all__ = ["DataLossError", "check_data_loss", "clip_pieces", "held_range", "journal_range"]
+
+log = logging.getLogger(__name__)
+EARLIEST, LATEST = -2, -1
+
+
+class DataLossError(HeraldError):
+    """Bytes the read was asked for are gone (pruned); ``failOnDataLoss=false`` reads on."""
+
+    def __init__(self, journal: str, begin: int, end: int) -> None:
+        super().__init__(Status.FRAGMENT_MISSING,
+                         f"{journal}: bytes [{begin}, {end}) no longer exist (pruned by the journal's "
+                         "fragment.retention); read from a later offset, or set failOnDataLoss=false to "
+                         "skip them", "failOnDataLoss")
+
+
+def _pick(spec: str | dict[str, int], journal: str, default: int) -> int:
+    if isinstance(spec, str):
+        return EARLIEST if spec == "earliest" else LATEST
+    return spec.get(journal, default)
+
+
+def journal_range(starting: str | dict[str, int], ending: str | dict[str, int], journal: str,
+                  first: int, head: int) -> tuple[int, int]:
+    """``[begin, end)`` to read of ``journal``, whose bytes are ``[first, head)``."""
+    begin = _pick(starting, journal, EARLIEST)
+    end = _pick(ending, journal, LATEST)
+    begin = first if begin == EARLIEST else head if begin == LATEST else begin
+    end = head if end == LATEST else first if end == EARLIEST else min(end, head)
+    return begin, max(begin, end)
+
+
+def clip_pieces(pieces: list[Piece], begin: int, end: int) -> list[Piece]:
+    """The parts of ``pieces`` inside ``[begin, end)`` (a piece's store read slices
+    from any offset, so clipping needs no new plan)."""
+    out = []
+    for piece in pieces:
+        lo, hi = max(piece.begin, begin), min(piece.end, end)
+        if lo < hi:
+            out.append(Piece(piece.journal, lo, hi, piece.fragment))
+    return out
+
+
+def held_range(journal: str, begin: int, end: int, first: int, fail: bool) -> tuple[int, int]:
+    """``[begin, end)`` moved past bytes pruned below ``first`` (the first byte held):
+    `DataLossError` if ``fail``, else a warning. Offset 0 is never a loss."""
+    if 0 < begin < first and begin < end:
+        if fail:
+            raise DataLossError(journal, begin, min(first, end))
+        log.warning("journal=%s bytes [%d, %d) no longer exist; reading from %d (failOnDataLoss=false)",
+                    journal, begin, first, first)
+    return (max(begin, first), max(end, first)) if begin < first else (begin, end)
+
+
+def check_data_loss(client: BrokerClient, journal: str, begin: int, end: int, fail: bool) -> int:
+    """Where a read of ``[begin, end)`` really starts: ``begin``, or past a pruned
+    gap (`DataLossError` if ``fail``, else a warning). Offset 0 is never a loss.
+    One HEAD request; runs on the driver."""
+    if begin <= 0 or begin >= end:
+        return begin
+    start = client.head(journal, begin).offset
+    if start <= begin:
+        return begin
+    if fail:
+        raise DataLossError(journal, begin, min(start, end))
+    log.warning("journal=%s bytes [%d, %d) no longer exist; reading on from %d (failOnDataLoss=false)",
+                journal, begin, start, start)
+    return min(start, end)

@@ -1,0 +1,114 @@
+"""Making Herald importable by Spark's Python workers (`herald.spark.register`).
+
+Spark runs a data source's code in Python worker processes — planner workers next
+to the driver and task workers on executors — that unpickle ``herald.spark.source``
+by module name. A worker whose interpreter cannot import ``herald`` fails deep in a
+task with ``No module named 'herald'``. `ensure_importable` prevents that:
+
+- in local mode it asks the workers' interpreter (``PYSPARK_PYTHON``) itself, in a
+  subprocess, whether ``herald.spark.source`` imports; if only ``herald`` is
+  missing, it ships this process's Herald as a zip (``SparkContext.addPyFile``) and
+  checks again; a missing dependency (``orjson``, ``pyarrow`` …) is an error at once,
+  naming the module and the fix;
+- on a cluster (any other master) it ships the zip: what the remote interpreters
+  have cannot be asked from here, and a shipped copy also keeps driver and workers
+  on the same Herald. Dependencies there are the cluster's to install.
+
+The zip must be added *before* the data source is registered: Spark captures the
+Python includes of a data source when it is registered.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from herald.protocol.errors import HeraldError, Status
+
+__all__ = ["WorkersCannotImportError", "ensure_importable", "package_zip"]
+
+log = logging.getLogger(__name__)
+
+PROBE = "import herald.spark.source"
+PROBE_TIMEOUT_S = 60.0
+_zips: dict[Path, Path] = {}
+
+
+class WorkersCannotImportError(HeraldError):
+    """Spark's Python workers cannot import what Herald needs; the message says what to install."""
+
+    def __init__(self, python: str, missing: str) -> None:
+        super().__init__(Status.INVALID_ARGUMENT,
+                         f"Spark's Python workers ({python}) cannot import {missing!r}, which Herald needs: "
+                         f"install it there (`{python} -m pip install 'herald[spark]'`), or point "
+                         "PYSPARK_PYTHON at an interpreter that has Herald's dependencies", "PYSPARK_PYTHON")
+
+
+def package_zip() -> Path:
+    """This process's ``herald`` package as a zip of its ``.py`` files (built once)."""
+    root = Path(__file__).resolve().parents[1]
+    if root not in _zips or not _zips[root].exists():
+        fd, name = tempfile.mkstemp(prefix="herald-", suffix=".zip")
+        os.close(fd)
+        with zipfile.ZipFile(name, "w", zipfile.ZIP_DEFLATED) as zf:
+            for path in sorted(root.rglob("*.py")):
+                zf.write(path, path.relative_to(root.parent).as_posix())
+        _zips[root] = Path(name)
+    return _zips[root]
+
+
+def _missing_module(python: str, extra_path: Path | None) -> str | None:
+    """The module ``python`` cannot import for `PROBE` (None: it imports)."""
+    env = dict(os.environ)
+    if extra_path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(extra_path), env.get("PYTHONPATH", "")) if p)
+    try:
+        done = subprocess.run([python, "-c", PROBE], env=env, capture_output=True, text=True,
+                              timeout=PROBE_TIMEOUT_S)
+    except OSError as err:
+        raise HeraldError(Status.INVALID_ARGUMENT, f"cannot run Spark's worker Python {python!r} ({err}); "
+                          "set PYSPARK_PYTHON to an interpreter", "PYSPARK_PYTHON") from None
+    if done.returncode == 0:
+        return None
+    for line in reversed(done.stderr.splitlines()):
+        if "No module named" in line:
+            return line.split("No module named", 1)[1].strip(" '\"")
+    raise HeraldError(Status.INVALID_ARGUMENT, f"Spark's worker Python {python!r} fails to import Herald: "
+                      f"{done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode}",
+                      "PYSPARK_PYTHON")
+
+
+def _ship(spark: Any) -> None:
+    path = package_zip()
+    spark.sparkContext.addPyFile(str(path))
+    log.info("shipped %s to Spark's Python workers", path)
+
+
+def ensure_importable(spark: Any, ship: bool | None = None) -> bool:
+    """Make ``herald`` importable by ``spark``'s Python workers (driver side, blocks
+    up to a few seconds in local mode). ``ship``: True always ships the zip, False
+    never does, None decides as the module docstring says. Returns whether it
+    shipped; raises `WorkersCannotImportError` naming a missing dependency."""
+    context = spark.sparkContext
+    python = context.pythonExec or "python3"
+    local = str(context.master or "").startswith("local")
+    if ship is None and not local:
+        ship = True
+    if ship is None:
+        missing = _missing_module(python, None)
+        if missing is None:
+            return False
+        if missing.split(".")[0] != "herald":
+            raise WorkersCannotImportError(python, missing)
+        missing = _missing_module(python, package_zip())
+        if missing is not None:
+            raise WorkersCannotImportError(python, missing)
+        ship = True
+    if ship:
+        _ship(spark)
+    return bool(ship)
