@@ -42,8 +42,10 @@ def generate_command(
     rides: int = typer.Option(2000, "--rides", help="Rides (about)."),
     stations: int = typer.Option(60, "--stations", help="Stations."),
     cycles: int = typer.Option(5, "--cycles", help="Cycles of length 10-14 to plant."),
-    seed: int = typer.Option(None, "--seed", help="Seed for a reproducible file."),
-    planted: Path = typer.Option(None, "--planted", help="Also write the planted cycles here, as NDJSON."),
+    seed: int = typer.Option(None, "--seed", show_default=False,
+                            help="Seed for a reproducible file [default: random]."),
+    planted: Path = typer.Option(None, "--planted", show_default=False,
+                                help="Also write the planted cycles here, as NDJSON [default: none]."),
     log_level: str = LOG_LEVEL,
 ) -> None:
     """Write realistic Citi Bike trip data with long cycles planted on purpose."""

@@ -153,7 +153,8 @@ def serve_command(
 @command
 def query_command(
     bigram: str = typer.Argument(None, metavar="[BIGRAM]", help="Two words, e.g. 'the city'."),
-    prefix: str = typer.Option(None, "--prefix", help="All bigrams starting with this text."),
+    prefix: str = typer.Option(None, "--prefix", show_default=False,
+                              help="All bigrams starting with this text [default: none: give a BIGRAM]."),
     limit: int = typer.Option(100, "--limit", help="At most this many bigrams for --prefix."),
     fmt: OutputFormat = OUTPUT,
     service: str = SERVICE,
