@@ -19,12 +19,15 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Java runs Spark; etcd runs cluster tests; fuse3 (libfuse3 + fusermount3) runs the
-# power-loss tests' file system. apt-get only what is missing.
+# power-loss tests' file system; chromium + chromedriver show the status page to its test.
+# apt-get only what is missing.
 system-deps:
 	@missing=""; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	command -v etcd >/dev/null || missing="$$missing etcd-server"; \
 	command -v fusermount3 >/dev/null || missing="$$missing fuse3"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
 
 demo: install

@@ -50,6 +50,7 @@ __all__ = [
     "RETRY_MAX_S",
     "HealthState",
     "StoreHealth",
+    "checker_of",
     "health_of",
     "probe",
 ]
@@ -297,3 +298,10 @@ def health_of(store: Store) -> StoreHealth:
         _CHECKERS[store] = checker
     checker.start()
     return checker
+
+
+def checker_of(store: Store) -> StoreHealth | None:
+    """The checker ``health_of`` made for ``store``, if any, without creating one:
+    for readers of health (metrics, ``/readyz``, the status page) that must not
+    start probes of their own."""
+    return _CHECKERS.get(store)
