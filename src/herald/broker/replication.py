@@ -68,8 +68,8 @@ class Pipeline:
             await self._sync(journal)
         except HeraldError as err:
             if warning := self.pacer.failed(asyncio.get_running_loop().time()):
-                log.warning("journal=%s replication to %s failing (%s): %s",
-                            self.journal, ", ".join(self.peers), warning, err.message)
+                log.warning("replication failing (%s): %s", warning, err.message,
+                            extra={"journal": self.journal, "peers": ", ".join(self.peers)})
             raise
         self.pacer.succeeded()
 
@@ -89,8 +89,8 @@ class Pipeline:
             raise HeraldError(Status.PROPOSAL_MISMATCH, "replicas disagree after sync; retrying")
         self.synced = True
         await self.advertise()
-        log.info("journal=%s pipeline synced at %d with %d peers", self.journal,
-                 journal.write_head, len(self.peers))
+        log.info("pipeline synced", extra={"journal": self.journal, "write_head": journal.write_head,
+                                           "peers": ", ".join(self.peers)})
 
     async def _scatter_sync(self, journal) -> list[tuple[int, int, LabelSet]]:
         begin, end, registers = journal.spool_position()

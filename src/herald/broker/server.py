@@ -75,15 +75,15 @@ async def errors_middleware(request: web.Request, handler):
         # The client went away (mid-body, or before headers could be sent): expected,
         # not an error. Nothing was appended [I-APPEND-2]; the 499 is never delivered,
         # it only keeps aiohttp from logging the reset as a server error.
-        log.debug("client went away method=%s path=%s", request.method, request.path)
+        log.debug("client went away", extra={"method": request.method, "path": request.path})
         return web.Response(status=HTTP_CODES[Status.CLIENT_CLOSED_REQUEST])
     except asyncio.CancelledError:
         status = "CANCELLED"
-        log.debug("request cancelled method=%s path=%s", request.method, request.path)
+        log.debug("request cancelled", extra={"method": request.method, "path": request.path})
         raise
     except Exception:
         status = Status.INTERNAL.name
-        log.exception("internal error method=%s path=%s", request.method, request.path)
+        log.exception("internal error", extra={"method": request.method, "path": request.path})
         return error_response(HeraldError(Status.INTERNAL, "internal error (logged by the broker)"))
     finally:
         request_counter(op, status).inc()

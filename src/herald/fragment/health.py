@@ -271,7 +271,8 @@ class StoreHealth:
             self._last_error = error
         if was_healthy != self._healthy:
             log.log(logging.INFO if self._healthy else logging.WARNING,
-                    "store=%s healthy=%s error=%s", self.store.url, self._healthy, error or "")
+                    "store is %s", "healthy" if self._healthy else f"unhealthy: {error}",
+                    extra={"store": self.store.url, "healthy": self._healthy})
         if self._healthy and outage:
             # A recovery is a passing probe after a failed one: a reported upload
             # failure that the next probe does not confirm wakes no retry early.
