@@ -24,6 +24,7 @@ import time
 from aiohttp import web
 
 from herald.auth import ALL_CAPABILITIES, AuthKeys, Capability, Claims
+from herald.broker.metrics import STATIC_PREFIX
 from herald.protocol.errors import HeraldError, JournalNotFoundError, Status
 from herald.protocol.labels import Label, LabelSelector, LabelSet, journal_meta_labels
 
@@ -31,11 +32,13 @@ __all__ = ["PeerTokens", "auth_middleware", "authenticate_peer", "authorize_jour
            "required_capability", "visible"]
 
 #: Paths every caller may use: Prometheus scrapes, probes and the API contract carry no
-#: journal data. The status page ``/`` checks a token itself (`herald.broker.status_page`:
-#: it also takes one from a cookie, and answers a browser with a form, not JSON).
-OPEN_PATHS = frozenset({"/debug/metrics", "/metrics", "/healthz", "/readyz", "/v1/openapi.json", "/"})
+#: journal data.
+OPEN_PATHS = frozenset({"/debug/metrics", "/metrics", "/healthz", "/readyz", "/v1/openapi.json"})
 #: The status page's stylesheet and script: no data at all.
-OPEN_PREFIX = "/~status/"
+OPEN_PREFIX = STATIC_PREFIX
+#: The status page checks its token itself (`herald.broker.status_page`): it also takes
+#: one from a cookie, and answers a browser with a form rather than JSON.
+SELF_CHECKED_PATHS = frozenset({"/"})
 #: Broker-to-broker paths: authenticated by the peer keys, even without ``--auth-keys``.
 PEER_PATHS = frozenset({"/v1/replicate/sync", "/v1/replicate/append"})
 CONTROL_CAPABILITIES = {
@@ -58,7 +61,7 @@ def required_capability(request: web.Request) -> int | None:
     """The capability an endpoint needs; None for open paths and unknown methods
     (which the router then answers 405)."""
     path = request.path
-    if path in OPEN_PATHS or path.startswith(OPEN_PREFIX):
+    if path in OPEN_PATHS or path in SELF_CHECKED_PATHS or path.startswith(OPEN_PREFIX):
         return None
     if path in CONTROL_CAPABILITIES:
         return CONTROL_CAPABILITIES[path]

@@ -121,6 +121,11 @@ async def handle_metrics(_request: web.Request) -> web.Response:
     return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
+async def handle_prometheus(request: web.Request) -> web.Response:
+    """Prometheus metrics of this broker, at Prometheus's usual path (as ``/debug/metrics``)."""
+    return await handle_metrics(request)
+
+
 _current_broker: list[Broker] = []  # the broker BrokerCollector reports (one per process)
 
 
@@ -136,7 +141,7 @@ def make_app(broker: Broker) -> web.Application:
                           client_max_size=broker.settings.max_append_bytes)
     app["broker"] = broker
     add_endpoints(app, [Endpoint("GET", "/debug/metrics", handle_metrics, "meta", response="text/plain"),
-                        Endpoint("GET", "/metrics", handle_metrics, "meta", response="text/plain")])
+                        Endpoint("GET", "/metrics", handle_prometheus, "meta", response="text/plain")])
     _register_collector(broker)
     health.add_routes(app)
     status_page.add_routes(app)

@@ -25,12 +25,14 @@ from herald.cli.logs import configure
 from herald.cli.output import OutputFormat
 from herald.client import BrokerClient
 
-__all__ = ["BROKER", "LOG_LEVEL", "OUTPUT", "OUTPUT_FORMAT", "broker_client", "command", "selector_option"]
+__all__ = ["BROKER", "LOG_FORMAT", "LOG_LEVEL", "OUTPUT", "OUTPUT_FORMAT", "broker_client", "command",
+           "selector_option"]
 
 BROKER = typer.Option(None, "--broker", "--broker.address", show_default=False,
                       help="Broker URL [default: $BROKER_ADDRESS, ~/.config/herald/herald.ini, "
                            "http://localhost:8080].")
 LOG_LEVEL = typer.Option("warning", "--log.level", help="debug, info, warning or error.")
+LOG_FORMAT = typer.Option("text", "--log.format", help="text, or json (one object per line, fields as keys).")
 OUTPUT = typer.Option(OutputFormat.table, "-o", "--output", "--format", help="table, yaml or json.")
 #: For commands whose ``--output`` names something else (the pipelines' output journals).
 OUTPUT_FORMAT = typer.Option(OutputFormat.table, "-o", "--output-format", "--format", help="table, yaml or json.")
@@ -47,8 +49,11 @@ def command(fn: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> None:
         level = kwargs.get("log_level") or "warning"
-        if level != "warning":  # else Python's last-resort handler prints warnings.
-            configure(level)
+        fmt = kwargs.get("log_format") or "text"
+        if fmt not in ("text", "json"):
+            raise typer.BadParameter("must be text or json", param_hint="--log.format")
+        if level != "warning" or fmt != "text":  # else Python's last-resort handler prints warnings.
+            configure(level, fmt)
         fn(*args, **kwargs)
 
     return run
