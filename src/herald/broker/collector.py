@@ -100,7 +100,7 @@ class BrokerCollector(Collector):
             session.add_metric([name], 1 if name == state else 0)
         yield session
         if broker.is_cluster and broker.keyspace is not None:
-            remaining = broker.keyspace.lease_valid_until - asyncio.get_running_loop().time()
+            remaining = broker.keyspace.lease_valid_until - asyncio.get_running_loop().time()  # scrapes run on the loop
             yield GaugeMetricFamily("herald_broker_etcd_lease_remaining_seconds",
                                     "How long the broker's lease is certainly valid without another refresh",
                                     value=max(0.0, remaining))
