@@ -60,18 +60,18 @@ def test_page_shows_journals_heads_members_stores_and_pipelines_in_chromium(busy
         assert "Herald" in driver.title
         with busy_broker.client() as http:
             heads = {j: write_head(http, j) for j in JOURNALS}
-        rows = {row.get_attribute("data-journal"): row.text
-                for row in driver.find_elements("css selector", "#journals tbody tr")}
+        rows = dict(driver.execute_script(  # in one script: the page may swap itself in between calls
+            "return [...document.querySelectorAll('#journals tbody tr')].map(r => [r.dataset.journal, r.innerText])"))
         assert set(rows) == set(JOURNALS)
         for journal, head in heads.items():
             assert f"{head:,}" in rows[journal], (journal, rows[journal])
             assert "content-type=application/x-ndjson" in rows[journal]
-        members = driver.find_element("id", "members").text
+        members = text_of(driver, "#members")
         assert "this broker" in members and busy_broker.url.removeprefix("http://") in members
-        stores = driver.find_element("id", "stores").text
+        stores = text_of(driver, "#stores")
         assert "file:///" in stores and "healthy" in stores and "unhealthy" not in stores
-        assert driver.find_element("id", "readiness").text.startswith("Ready")
-        pipeline = driver.find_element("css selector", "[data-pipeline='herald-dedupe']").text
+        assert text_of(driver, "#readiness").startswith("Ready")
+        pipeline = text_of(driver, "[data-pipeline='herald-dedupe']")
         assert "12,345 keys" in pipeline and "4.0 MiB" in pipeline and "28d" in pipeline
         assert "clicks/part-000" in pipeline and "100 B" in pipeline  # its lag
         full_page_screenshot(driver, tmp_path / "status-page.png")
@@ -80,12 +80,19 @@ def test_page_shows_journals_heads_members_stores_and_pipelines_in_chromium(busy
         with busy_broker.client() as http:
             http.put(f"/{JOURNALS[0]}", content=b'{"late": true}\n').raise_for_status()
             head = write_head(http, JOURNALS[0])
-        wait_until(lambda: f"{head:,}" in driver.find_element(
-            "css selector", f"[data-journal='{JOURNALS[0]}']").text, "the page to refresh itself", 20)
+        wait_until(lambda: f"{head:,}" in text_of(driver, f"[data-journal='{JOURNALS[0]}']"),
+                   "the page to refresh itself")
     finally:
         stop.set()
         driver.quit()
     assert (tmp_path / "status-page.png").stat().st_size > 10_000
+
+
+def text_of(driver, selector: str) -> str:
+    """What a person reads in the element, taken in one script (the page refreshes
+    itself by swapping its body, which would make a held element stale)."""
+    return driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.innerText : ''",
+                                 selector)
 
 
 def _blocking_read(url: str, journal: str, stop: threading.Event) -> None:

@@ -1,18 +1,21 @@
 """The broker's Prometheus metrics, declared in one place (``/metrics`` serves them).
 
 What the hot paths touch is here: counters and histograms bumped once per request,
-group, round, upload or replication call — never per chunk or per byte. Children
-of labelled metrics that the append path uses are cached (`request_counter`), so a
-request pays a dict lookup and an increment. What is a *state* rather than an event
-(write heads, pending fragments, store health, the etcd session, readers) is read
-from the broker when Prometheus scrapes: `herald.broker.collector`.
+group, round, upload or replication call — never per chunk or per byte. Those bumped
+per request or per group commit (`LOOP`) are loop-local numbers with no lock
+(`herald.broker.loop_metrics`), exported at scrape time: a request pays a dict
+increment. What is a *state* rather than an event (write heads, pending fragments,
+store health, the etcd session) is read from the broker when Prometheus scrapes:
+`herald.broker.collector`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Histogram
+
+from herald.broker.loop_metrics import LoopCounter, LoopGauge, LoopHistogram
 
 #: Seconds buckets from half a millisecond to ten seconds: an fsync, a round trip to
 #: a peer, an upload of a fragment.
@@ -27,18 +30,18 @@ class _Metrics:
     appended_bytes: Counter
     append_groups: Counter
     append_requests: Histogram
-    group_appends: Histogram
-    group_bytes: Histogram
+    group_appends: LoopHistogram
+    group_bytes: LoopHistogram
     sync_rounds: Counter
-    sync_round_seconds: Histogram
+    sync_round_seconds: LoopHistogram
     fdatasyncs: Counter
     persisted_fragments: Counter
     persisted_bytes: Counter
     upload_seconds: Histogram
     upload_failures: Counter
     read_bytes: Counter
-    requests: Counter
-    active_reads: Gauge
+    requests: LoopCounter
+    active_reads: LoopGauge
     replication_seconds: Histogram
     replication_failures: Counter
 
@@ -48,14 +51,14 @@ METRICS = _Metrics(
     append_groups=Counter("herald_broker_append_groups", "Group commits (one fsync each)", ["journal"]),
     append_requests=Histogram("herald_broker_append_seconds", "Append latency, body read to ack",
                               buckets=LATENCY_BUCKETS),
-    group_appends=Histogram("herald_broker_append_group_appends", "Appends committed per group commit",
-                            buckets=GROUP_APPEND_BUCKETS),
-    group_bytes=Histogram("herald_broker_append_group_bytes", "Bytes committed per group commit",
-                          buckets=GROUP_BYTE_BUCKETS),
+    group_appends=LoopHistogram("herald_broker_append_group_appends", "Appends committed per group commit",
+                                GROUP_APPEND_BUCKETS),
+    group_bytes=LoopHistogram("herald_broker_append_group_bytes", "Bytes committed per group commit",
+                              GROUP_BYTE_BUCKETS),
     sync_rounds=Counter("herald_broker_sync_rounds", "Broker-wide sync rounds (group commits of all journals)"),
-    sync_round_seconds=Histogram("herald_broker_sync_round_seconds",
-                                 "Write + fdatasync latency of one sync round (every group in it)",
-                                 buckets=LATENCY_BUCKETS),
+    sync_round_seconds=LoopHistogram("herald_broker_sync_round_seconds",
+                                     "Write + fdatasync latency of one sync round (every group in it)",
+                                     LATENCY_BUCKETS),
     fdatasyncs=Counter("herald_broker_fdatasyncs", "fdatasyncs issued by group commits (data + commit line)"),
     persisted_fragments=Counter("herald_broker_persisted_fragments", "Fragments persisted", ["journal"]),
     persisted_bytes=Counter("herald_broker_persisted_bytes", "Journal bytes persisted to stores (uncompressed)",
@@ -66,9 +69,9 @@ METRICS = _Metrics(
     upload_failures=Counter("herald_broker_fragment_upload_failures", "Fragment uploads that failed (retried)",
                             ["store"]),
     read_bytes=Counter("herald_broker_read_bytes", "Bytes streamed to readers", ["journal"]),
-    requests=Counter("herald_broker_requests", "Requests answered, by operation and Gazette status",
-                     ["op", "status"]),
-    active_reads=Gauge("herald_broker_active_reads", "Reads being streamed now (blocking reads included)"),
+    requests=LoopCounter("herald_broker_requests", "Requests answered, by operation and Gazette status",
+                         ("op", "status")),
+    active_reads=LoopGauge("herald_broker_active_reads", "Reads being streamed now (blocking reads included)"),
     replication_seconds=Histogram("herald_broker_replication_seconds",
                                   "Round trip of one replicated group or sync to a peer (the lag a peer "
                                   "adds to each append)", ["peer"], buckets=LATENCY_BUCKETS),
@@ -76,15 +79,15 @@ METRICS = _Metrics(
                                  ["peer"]),
 )
 
-_REQUEST_CHILDREN: dict[tuple[str, str], Counter] = {}
+#: The loop-local metrics, for `herald.broker.loop_metrics.LoopMetrics` to export.
+LOOP = (METRICS.group_appends, METRICS.group_bytes, METRICS.sync_round_seconds, METRICS.requests,
+        METRICS.active_reads)
 
 
-def request_counter(op: str, status: str) -> Counter:
-    """The cached child of ``herald_broker_requests_total`` for ``(op, status)``."""
-    child = _REQUEST_CHILDREN.get((op, status))
-    if child is None:
-        child = _REQUEST_CHILDREN[(op, status)] = METRICS.requests.labels(op, status)
-    return child
+def count_request(op: str, status: str) -> None:
+    """One request answered (loop thread only; a front end other than aiohttp's
+    middleware calls this too)."""
+    METRICS.requests.inc((op, status))
 
 
 def request_op(method: str, path: str) -> str:

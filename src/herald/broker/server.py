@@ -22,7 +22,8 @@ from herald.broker.authz import auth_middleware
 from herald.broker.collector import BrokerCollector
 from herald.broker.endpoints import Endpoint, add_endpoints
 from herald.broker.limits import body_deadline_middleware
-from herald.broker.metrics import METRICS, request_counter, request_op
+from herald.broker.loop_metrics import LoopMetrics
+from herald.broker.metrics import LOOP, METRICS, count_request, request_op
 from herald.broker.proxy import Forwarded
 from herald.broker.service import Broker
 from herald.broker.settings import BrokerSettings
@@ -53,7 +54,7 @@ async def errors_middleware(request: web.Request, handler):
     op, status = request_op(request.method, request.path), "OK"
     reading = op == "read" and request.method == "GET"
     if reading:
-        METRICS.active_reads.inc()
+        METRICS.active_reads.value += 1
     try:
         return await handler(request)
     except Forwarded as forwarded:  # served by another broker: its answer, already streamed
@@ -86,9 +87,9 @@ async def errors_middleware(request: web.Request, handler):
         log.exception("internal error", extra={"method": request.method, "path": request.path})
         return error_response(HeraldError(Status.INTERNAL, "internal error (logged by the broker)"))
     finally:
-        request_counter(op, status).inc()
+        count_request(op, status)
         if reading:
-            METRICS.active_reads.dec()
+            METRICS.active_reads.value -= 1
 
 
 @web.middleware
@@ -132,6 +133,7 @@ _current_broker: list[Broker] = []  # the broker BrokerCollector reports (one pe
 def _register_collector(broker: Broker) -> None:
     if not _current_broker:
         REGISTRY.register(BrokerCollector(lambda: _current_broker[0] if _current_broker else None))
+        REGISTRY.register(LoopMetrics(LOOP))
     _current_broker[:] = [broker]
 
 
