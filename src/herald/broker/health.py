@@ -28,7 +28,7 @@ from herald.broker.endpoints import Endpoint, add_endpoints
 from herald.broker.service import Broker
 from herald.fragment.health import health_of
 
-__all__ = ["Reason", "add_routes", "readiness"]
+__all__ = ["ENDPOINTS", "Reason", "add_routes", "readiness"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +106,12 @@ async def handle_readyz(request: web.Request) -> web.Response:
     return web.Response(status=503 if reasons else 200, body=orjson.dumps(doc), content_type="application/json")
 
 
+ENDPOINTS = (
+    Endpoint("GET", "/healthz", handle_healthz, "meta", response="application/json"),
+    Endpoint("GET", "/readyz", handle_readyz, "meta", response="application/json"),
+)
+
+
 def add_routes(app: web.Application) -> None:
     """Register the probes (before the gateway's catch-all ``/{journal}``)."""
-    add_endpoints(app, [Endpoint("GET", "/healthz", handle_healthz, "meta", response="application/json"),
-                        Endpoint("GET", "/readyz", handle_readyz, "meta", response="application/json")])
+    add_endpoints(app, ENDPOINTS)

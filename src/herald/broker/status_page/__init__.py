@@ -31,7 +31,7 @@ from herald.broker.status_page.rates import RateHistory, run_sampler
 from herald.broker.status_page.view import page
 from herald.protocol.errors import HeraldError, Status
 
-__all__ = ["COOKIE", "add_routes"]
+__all__ = ["COOKIE", "ENDPOINTS", "add_routes"]
 
 COOKIE = "herald_token"
 STATIC_FILES = {"status.css": "text/css", "status.js": "text/javascript"}
@@ -114,6 +114,13 @@ async def _stop_sampler(app: web.Application) -> None:
             await task
 
 
+ENDPOINTS = (
+    Endpoint("GET", "/", handle_status, "meta", response="text/html"),
+    Endpoint("GET", STATIC_PREFIX + "{name}", handle_static, "meta", response="text/css",
+             response_media_types=("text/javascript",)),
+)
+
+
 def add_routes(app: web.Application) -> None:
     """Register ``/``, its static files and the pipelines' report endpoint; the rate
     sampler runs for the app's lifetime."""
@@ -121,5 +128,4 @@ def add_routes(app: web.Application) -> None:
     app.on_startup.append(_start_sampler)
     app.on_cleanup.append(_stop_sampler)
     reports.add_routes(app)
-    add_endpoints(app, [Endpoint("GET", "/", handle_status, "meta", response="text/html"),
-                        Endpoint("GET", STATIC_PREFIX + "{name}", handle_static, "meta", response="text/plain")])
+    add_endpoints(app, ENDPOINTS)

@@ -23,7 +23,7 @@ from herald.broker.endpoints import Endpoint, add_endpoints
 from herald.protocol.errors import ValidationError, with_field_prefix
 from herald.protocol.journal import validate_journal_name
 
-__all__ = ["FORGET_AFTER_S", "MAX_PIPELINES", "PipelineReport", "Reports", "add_routes"]
+__all__ = ["ENDPOINTS", "FORGET_AFTER_S", "MAX_PIPELINES", "PipelineReport", "Reports", "add_routes"]
 
 MAX_PIPELINES = 64
 MAX_JOURNALS = 1024
@@ -153,7 +153,9 @@ async def handle_report(request: web.Request) -> web.Response:
     return web.Response(body=body, content_type="application/json")
 
 
+ENDPOINTS = (Endpoint("POST", "/v1/pipelines/report", handle_report, "pipelines", PipelineReport, ReportAccepted),)
+
+
 def add_routes(app: web.Application) -> None:
     app[REPORTS_KEY] = Reports()
-    add_endpoints(app, [Endpoint("POST", "/v1/pipelines/report", handle_report, "pipelines",
-                                 PipelineReport, ReportAccepted)])
+    add_endpoints(app, ENDPOINTS)
