@@ -28,9 +28,9 @@ MAX_JOURNALS_SHOWN = 500
 def page(broker: Broker, claims: Claims, history: RateHistory, reports: Reports) -> dict[str, Any]:
     """Every panel of the page, for the template."""
     now = time.time()
-    journals = _journals(broker, claims, history, now)
+    journals, count = _journals(broker, claims, history, now)
     return {"broker": _broker(broker, history), "members": _members(broker), "stores": _stores(broker),
-            "journals": journals[:MAX_JOURNALS_SHOWN], "journal_count": len(journals),
+            "journals": journals, "journal_count": count,
             "pipelines": _pipelines(broker, reports, claims, now), "generated": time.strftime("%H:%M:%S UTC",
                                                                                          time.gmtime(now))}
 
@@ -79,11 +79,14 @@ def _stores(broker: Broker) -> list[dict[str, Any]]:
     return rows
 
 
-def _journals(broker: Broker, claims: Claims, history: RateHistory, now: float) -> list[dict[str, Any]]:
+def _journals(broker: Broker, claims: Claims, history: RateHistory,
+              now: float) -> tuple[list[dict[str, Any]], int]:
+    """The first MAX_JOURNALS_SHOWN visible journals' rows, and how many are visible:
+    only the rows shown are built (a broker may serve thousands)."""
+    visible_entries = [(name, entry) for name, entry in sorted(broker.keyspace.entries().items())
+                       if visible(claims, name, entry.spec.labels)]
     rows = []
-    for name, entry in sorted(broker.keyspace.entries().items()):
-        if not visible(claims, name, entry.spec.labels):
-            continue
+    for name, entry in visible_entries[:MAX_JOURNALS_SHOWN]:
         route = broker.route(name)
         row = {"name": name, "labels": [f"{label.name}={label.value}" for label in entry.spec.labels
                                         if label.name != "name"],
@@ -93,7 +96,7 @@ def _journals(broker: Broker, claims: Claims, history: RateHistory, now: float) 
         if journal is not None:
             row.update(_served(journal, history.rates(name), now))
         rows.append(row)
-    return rows
+    return rows, len(visible_entries)
 
 
 def _served(journal, rates, now: float) -> dict[str, Any]:
