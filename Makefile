@@ -20,13 +20,16 @@ $(STAMP): pyproject.toml
 
 # Java runs Spark; etcd runs cluster tests; fuse3 (libfuse3 + fusermount3) runs the
 # power-loss tests' file system; postgresql (server binaries under /usr/lib/postgresql)
-# is bike-share's store. apt-get only what is missing.
+# is bike-share's store; chromium + chromedriver show the status page to its test.
+# apt-get only what is missing.
 system-deps:
 	@missing=""; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	command -v etcd >/dev/null || missing="$$missing etcd-server"; \
 	command -v fusermount3 >/dev/null || missing="$$missing fuse3"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
 
 demo: install

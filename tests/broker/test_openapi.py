@@ -69,11 +69,12 @@ def test_bearer_auth_is_declared_optional_but_required_by_peers_and_absent_on_op
     assert doc["security"] == [{}, {"bearerAuth": []}]  # checked only with --auth-keys
     for path, ops in doc["paths"].items():
         for method, op in ops.items():
-            expected = {"/v1/openapi.json": [], "/debug/metrics": [],
+            opened = ("/v1/openapi.json", "/debug/metrics", "/metrics", "/healthz", "/readyz", "/~status/{name}")
+            expected = {**{p: [] for p in opened},
                         "/v1/replicate/sync": [{"bearerAuth": []}],
                         "/v1/replicate/append": [{"bearerAuth": []}]}.get(path)
             assert op.get("security") == expected, (method, path)
-            if path not in ("/v1/openapi.json", "/debug/metrics"):
+            if path not in opened:
                 assert {"401", "403"} <= set(op["responses"]), (method, path)
 
 

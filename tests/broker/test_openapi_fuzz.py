@@ -28,8 +28,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from herald.broker import control, gateway, openapi, replication
+from herald.broker import control, gateway, health, openapi, replication, status_page
 from herald.broker.openapi import openapi_path
+from herald.broker.status_page import reports
 from herald.protocol.journal import JournalSpec
 from herald.testing import BrokerProcess, journal_spec, journals_state, seed_journal
 
@@ -37,8 +38,9 @@ MAX_EXAMPLES = 25
 SUCCESS_EXAMPLES = 10
 NAME = "fuzz/journal"
 OPERATIONS = [f"{e.method} {openapi_path(e.path)}"
-              for table in (openapi.ENDPOINTS, control.ENDPOINTS, replication.ENDPOINTS, gateway.ENDPOINTS)
-              for e in table] + ["GET /debug/metrics"]
+              for table in (openapi.ENDPOINTS, control.ENDPOINTS, replication.ENDPOINTS, gateway.ENDPOINTS,
+                            health.ENDPOINTS, status_page.ENDPOINTS, reports.ENDPOINTS)
+              for e in table] + ["GET /debug/metrics", "GET /metrics"]
 #: How each operation is pointed at the seeded journal, besides random names.
 AT_JOURNAL = {"path_parameters": {"journal": NAME}}
 AT_JOURNAL_QUERY = {"query": {"journal": NAME}}

@@ -24,14 +24,21 @@ import time
 from aiohttp import web
 
 from herald.auth import ALL_CAPABILITIES, AuthKeys, Capability, Claims
+from herald.broker.metrics import STATIC_PREFIX
 from herald.protocol.errors import HeraldError, JournalNotFoundError, Status
 from herald.protocol.labels import Label, LabelSelector, LabelSet, journal_meta_labels
 
 __all__ = ["PeerTokens", "auth_middleware", "authenticate_peer", "authorize_journal", "claims_of",
            "required_capability", "visible"]
 
-#: Paths every caller may use: Prometheus scrapes and the API contract carry no journal data.
-OPEN_PATHS = frozenset({"/debug/metrics", "/v1/openapi.json"})
+#: Paths every caller may use: Prometheus scrapes, probes and the API contract carry no
+#: journal data.
+OPEN_PATHS = frozenset({"/debug/metrics", "/metrics", "/healthz", "/readyz", "/v1/openapi.json"})
+#: The status page's stylesheet and script: no data at all.
+OPEN_PREFIX = STATIC_PREFIX
+#: The status page checks its token itself (`herald.broker.status_page`): it also takes
+#: one from a cookie, and answers a browser with a form rather than JSON.
+SELF_CHECKED_PATHS = frozenset({"/"})
 #: Broker-to-broker paths: authenticated by the peer keys, even without ``--auth-keys``.
 PEER_PATHS = frozenset({"/v1/replicate/sync", "/v1/replicate/append"})
 CONTROL_CAPABILITIES = {
@@ -41,6 +48,7 @@ CONTROL_CAPABILITIES = {
     "/v1/journals/prune": Capability.APPLY,
     "/v1/journals/fragments": Capability.READ,
     "/v1/journals/append": Capability.APPEND,
+    "/v1/pipelines/report": Capability.APPEND,
     "/v1/replicate/sync": Capability.REPLICATE,
     "/v1/replicate/append": Capability.REPLICATE,
 }
@@ -53,7 +61,7 @@ def required_capability(request: web.Request) -> int | None:
     """The capability an endpoint needs; None for open paths and unknown methods
     (which the router then answers 405)."""
     path = request.path
-    if path in OPEN_PATHS:
+    if path in OPEN_PATHS or path in SELF_CHECKED_PATHS or path.startswith(OPEN_PREFIX):
         return None
     if path in CONTROL_CAPABILITIES:
         return CONTROL_CAPABILITIES[path]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,14 +114,18 @@ class FragmentKeeper:
         attempt = 0
         while True:
             store = self.journal.stores[0]
+            started = time.perf_counter()
             try:
                 fragment = await loop.run_in_executor(
                     _persist_executor, persist, store, done.fragment, done.path, done.fragment.codec)
+                METRICS.upload_seconds.observe(time.perf_counter() - started)
                 break
             except OSError as err:
+                METRICS.upload_failures.labels(store.url).inc()
                 delay = PERSIST_RETRY_S[min(attempt, len(PERSIST_RETRY_S) - 1)]
-                log.warning("journal=%s persist of %s to %s failed (retry in %ss): %s",
-                            self.journal.spec.name, done.fragment.content_name, store.url, delay, err)
+                log.warning("persisting a fragment failed (retry in %ss): %s", delay, err,
+                            extra={"journal": self.journal.spec.name, "fragment": done.fragment.content_name,
+                                   "store": store.url})
                 attempt += 1
                 self.store_failing.set()
                 health = health_of(store)
@@ -134,7 +139,9 @@ class FragmentKeeper:
         # takes milliseconds (2 s for 1,000 journals at restart, measured).
         await loop.run_in_executor(_persist_executor, _remove_local_files, done)
         METRICS.persisted_fragments.labels(self.journal.spec.name).inc()
-        log.info("journal=%s persisted %s to %s", self.journal.spec.name, fragment.content_name, fragment.store)
+        METRICS.persisted_bytes.labels(self.journal.spec.name).inc(fragment.end - fragment.begin)
+        log.info("persisted fragment", extra={"journal": self.journal.spec.name,
+                                              "fragment": fragment.content_name, "store": fragment.store})
 
     async def list_stores(self) -> list[Fragment]:
         """Every fragment the journal's stores hold (in the executor)."""
@@ -190,7 +197,7 @@ class FragmentKeeper:
             self.journal.index.replace_remote(await self.list_stores())
             self.journal.wake_readers()
         except OSError as err:
-            log.warning("journal=%s store listing failed: %s", self.journal.spec.name, err)
+            log.warning("store listing failed: %s", err, extra={"journal": self.journal.spec.name})
         finally:
             self._refresh_running = False
         if self._refresh_again:

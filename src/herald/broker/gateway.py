@@ -308,6 +308,10 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
             await write(chunk)
             counter.inc(len(chunk))
     except OSError as err:
+        if request.transport is None or request.transport.is_closing():
+            # The reader went away (closed, reset, timed out): expected, not the store's fault.
+            log.debug("reader went away", extra={"journal": journal.spec.name, "offset": offset})
+            return response
         # The status line is already sent: end the stream early; the client sees the
         # offset it got to and reopens there, where _first_chunk reports the cause.
         store_trouble.warn(journal, offset, err)

@@ -310,6 +310,8 @@ class Journal(ReplicaSide):
         self.wake_readers()
         METRICS.append_groups.labels(self.spec.name).inc()
         METRICS.appended_bytes.labels(self.spec.name).inc(spool.end - begin)
+        METRICS.group_appends.observe(len(accepted))
+        METRICS.group_bytes.observe(spool.end - begin)
         for (pending, regs), content, sha in zip(accepted, contents, sums):
             end = begin + len(content)
             pending.future.set_result(AppendCommit(begin, end, sha, regs, spool.end, fragment))

@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from herald.broker.authz import OPEN_PATHS, PEER_PATHS
+from herald.broker.authz import OPEN_PATHS, OPEN_PREFIX, PEER_PATHS
 from herald.broker.endpoints import Endpoint, add_endpoints, registered_endpoints
 from herald.broker.wire import ErrorBody
 from herald.keyspace.base import Change
@@ -204,7 +204,7 @@ def operation(endpoint: Endpoint, schemas: Schemas, errors: dict[str, dict]) -> 
         "summary": endpoint.summary, "tags": [endpoint.tag], "parameters": params,
         "responses": {str(endpoint.status): success, **_error_refs(errors, with_body)},
     }
-    if endpoint.path in OPEN_PATHS:
+    if endpoint.path in OPEN_PATHS or endpoint.path.startswith(OPEN_PREFIX):
         op["security"] = []
     elif endpoint.path in PEER_PATHS:
         op["security"] = [{"bearerAuth": []}]

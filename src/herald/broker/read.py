@@ -47,7 +47,7 @@ class StoreTroubleLog:
             return
         self._last[name] = (now, 0)
         suffix = f" ({count} more since the last warning)" if count else ""
-        log.warning("journal=%s read at %d failed: fragment store error: %s%s", name, offset, err, suffix)
+        log.warning("read failed: fragment store error: %s%s", err, suffix, extra={"journal": name, "offset": offset})
 
 
 async def stream(journal: Journal, offset: int, block: bool, end_offset: int,

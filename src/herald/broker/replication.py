@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 import aiohttp
@@ -26,6 +27,7 @@ from herald.broker import wire
 from herald.broker.authz import authorize_journal
 from herald.broker.backoff import RetryPacer
 from herald.broker.endpoints import Endpoint, Param, add_endpoints
+from herald.broker.metrics import METRICS
 from herald.protocol.errors import HeraldError, Status, ValidationError, with_field_prefix
 from herald.protocol.labels import LabelSet
 
@@ -66,8 +68,8 @@ class Pipeline:
             await self._sync(journal)
         except HeraldError as err:
             if warning := self.pacer.failed(asyncio.get_running_loop().time()):
-                log.warning("journal=%s replication to %s failing (%s): %s",
-                            self.journal, ", ".join(self.peers), warning, err.message)
+                log.warning("replication failing (%s): %s", warning, err.message,
+                            extra={"journal": self.journal, "peers": ", ".join(self.peers)})
             raise
         self.pacer.succeeded()
 
@@ -87,8 +89,8 @@ class Pipeline:
             raise HeraldError(Status.PROPOSAL_MISMATCH, "replicas disagree after sync; retrying")
         self.synced = True
         await self.advertise()
-        log.info("journal=%s pipeline synced at %d with %d peers", self.journal,
-                 journal.write_head, len(self.peers))
+        log.info("pipeline synced", extra={"journal": self.journal, "write_head": journal.write_head,
+                                           "peers": ", ".join(self.peers)})
 
     async def _scatter_sync(self, journal) -> list[tuple[int, int, LabelSet]]:
         begin, end, registers = journal.spool_position()
@@ -111,14 +113,18 @@ class Pipeline:
     async def _post(self, peer: str, path: str, params: dict, body: bytes,
                     headers: dict | None = None) -> dict:
         headers = {**(headers or {}), **self.credentials(), PRIMARY_HEADER: self.primary}
+        started = time.perf_counter()
         try:
             async with self.session.post(f"{peer}{path}", params=params, data=body, headers=headers,
                                          timeout=aiohttp.ClientTimeout(total=REPLICATION_TIMEOUT_S)) as resp:
                 doc = orjson.loads(await resp.read())
                 if resp.status != 200:
+                    METRICS.replication_failures.labels(peer).inc()
                     raise HeraldError.from_dict(doc)
+                METRICS.replication_seconds.labels(peer).observe(time.perf_counter() - started)
                 return doc
         except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError) as err:
+            METRICS.replication_failures.labels(peer).inc()
             self.synced = False
             raise HeraldError(Status.INSUFFICIENT_JOURNAL_BROKERS,
                               f"replica {peer} of {self.journal} failed: {err or type(err).__name__}") from None

@@ -15,12 +15,15 @@ import signal
 
 import orjson
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-from herald.broker import control, gateway, openapi, replication
+from herald.broker import control, gateway, health, openapi, replication, status_page
 from herald.broker.authz import auth_middleware
+from herald.broker.collector import BrokerCollector
 from herald.broker.endpoints import Endpoint, add_endpoints
 from herald.broker.limits import body_deadline_middleware
+from herald.broker.loop_metrics import LoopMetrics
+from herald.broker.metrics import LOOP, METRICS, count_request, request_op
 from herald.broker.proxy import Forwarded
 from herald.broker.service import Broker
 from herald.broker.settings import BrokerSettings
@@ -46,13 +49,22 @@ def error_response(err: HeraldError) -> web.Response:
 
 @web.middleware
 async def errors_middleware(request: web.Request, handler):
+    """Answer errors as JSON, and count every request by operation and status
+    (``herald_broker_requests_total``; reads in flight in ``herald_broker_active_reads``)."""
+    op, status = request_op(request.method, request.path), "OK"
+    reading = op == "read" and request.method == "GET"
+    if reading:
+        METRICS.active_reads.value += 1
     try:
         return await handler(request)
     except Forwarded as forwarded:  # served by another broker: its answer, already streamed
+        status = "PROXIED"
         return forwarded.response
     except HeraldError as err:
+        status = err.status.name
         return error_response(err)
     except web.HTTPException as exc:
+        status = f"HTTP_{exc.status}"
         if exc.status == 413:
             return error_response(HeraldError(Status.PAYLOAD_TOO_LARGE, exc.text or "too large", "body"))
         if exc.status == 405:
@@ -60,17 +72,24 @@ async def errors_middleware(request: web.Request, handler):
                                               f"method {request.method} is not supported"))
         raise
     except ConnectionResetError:
+        status = Status.CLIENT_CLOSED_REQUEST.name
         # The client went away (mid-body, or before headers could be sent): expected,
         # not an error. Nothing was appended [I-APPEND-2]; the 499 is never delivered,
         # it only keeps aiohttp from logging the reset as a server error.
-        log.debug("client went away method=%s path=%s", request.method, request.path)
+        log.debug("client went away", extra={"method": request.method, "path": request.path})
         return web.Response(status=HTTP_CODES[Status.CLIENT_CLOSED_REQUEST])
     except asyncio.CancelledError:
-        log.debug("request cancelled method=%s path=%s", request.method, request.path)
+        status = "CANCELLED"
+        log.debug("request cancelled", extra={"method": request.method, "path": request.path})
         raise
     except Exception:
-        log.exception("internal error method=%s path=%s", request.method, request.path)
+        status = Status.INTERNAL.name
+        log.exception("internal error", extra={"method": request.method, "path": request.path})
         return error_response(HeraldError(Status.INTERNAL, "internal error (logged by the broker)"))
+    finally:
+        count_request(op, status)
+        if reading:
+            METRICS.active_reads.value -= 1
 
 
 @web.middleware
@@ -99,8 +118,23 @@ async def identity_bodies_middleware(request: web.Request, handler):
 
 
 async def handle_metrics(_request: web.Request) -> web.Response:
-    """Prometheus metrics of this broker."""
+    """Prometheus metrics of this broker (docs/operations.md lists them)."""
     return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def handle_prometheus(request: web.Request) -> web.Response:
+    """Prometheus metrics of this broker, at Prometheus's usual path (as ``/debug/metrics``)."""
+    return await handle_metrics(request)
+
+
+_current_broker: list[Broker] = []  # the broker BrokerCollector reports (one per process)
+
+
+def _register_collector(broker: Broker) -> None:
+    if not _current_broker:
+        REGISTRY.register(BrokerCollector(lambda: _current_broker[0] if _current_broker else None))
+        REGISTRY.register(LoopMetrics(LOOP))
+    _current_broker[:] = [broker]
 
 
 def make_app(broker: Broker) -> web.Application:
@@ -108,7 +142,11 @@ def make_app(broker: Broker) -> web.Application:
                                        body_deadline_middleware],
                           client_max_size=broker.settings.max_append_bytes)
     app["broker"] = broker
-    add_endpoints(app, [Endpoint("GET", "/debug/metrics", handle_metrics, "meta", response="text/plain")])
+    add_endpoints(app, [Endpoint("GET", "/debug/metrics", handle_metrics, "meta", response="text/plain"),
+                        Endpoint("GET", "/metrics", handle_prometheus, "meta", response="text/plain")])
+    _register_collector(broker)
+    health.add_routes(app)
+    status_page.add_routes(app)
     openapi.add_routes(app)
     control.add_routes(app)
     replication.add_routes(app)

@@ -154,7 +154,7 @@ class Broker:
                 journal = self.journals.pop(name)
                 self.append_rates.forget(name)
                 await journal.close()
-                log.info("stopped serving journal=%s", name)
+                log.info("stopped serving journal", extra={"journal": name})
 
     async def _serve_or_log(self, name: str, entry: Entry, route: Route) -> None:
         """Serve one journal; a journal that cannot be served (its store will not open,
@@ -164,7 +164,8 @@ class Broker:
             await self._serve(name, entry, route)
         except (HeraldError, OSError, ValueError) as err:
             message = err.message if isinstance(err, HeraldError) else str(err)
-            log.error("cannot serve journal=%s (retried at the next keyspace change): %s", name, message)
+            log.error("cannot serve journal (retried at the next keyspace change): %s", message,
+                      extra={"journal": name})
 
     async def _serve(self, name: str, entry: Entry, route: Route) -> None:
         journal = self.journals.get(name)
@@ -173,7 +174,7 @@ class Broker:
             journal = self.journals[name] = await Journal.open(entry.spec, self.settings.data_dir, stores,
                                                                lease_ok=self.may_acknowledge,
                                                                persist_recovered=self._started)
-            log.info("serving journal=%s write_head=%d", name, journal.write_head)
+            log.info("serving journal", extra={"journal": name, "write_head": journal.write_head})
         elif journal.spec != entry.spec:
             journal.update_spec(entry.spec, stores)
         self._set_role(journal, route)

@@ -18,6 +18,7 @@ so a cancelled appender never strands the other journals of its round.
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 
 from herald.broker.metrics import METRICS
@@ -59,9 +60,11 @@ class SyncRounds:
         METRICS.sync_rounds.inc()
         METRICS.fdatasyncs.inc(2 * len(batch))
         job = self._loop.run_in_executor(None, write_round, [write for write, _ in batch])
-        job.add_done_callback(lambda finished: self._end_round(batch, finished))
+        started = time.perf_counter()
+        job.add_done_callback(lambda finished: self._end_round(batch, finished, started))
 
-    def _end_round(self, batch: list[Waiter], job: asyncio.Future[Outcomes]) -> None:
+    def _end_round(self, batch: list[Waiter], job: asyncio.Future[Outcomes], started: float) -> None:
+        METRICS.sync_round_seconds.observe(time.perf_counter() - started)
         self._running = False
         outcomes: list[list[str] | BaseException]
         try:

@@ -33,6 +33,7 @@ from herald.protocol.errors import HeraldError, Status
 
 __all__ = [
     "BROKER",
+    "LOG_FORMAT",
     "LOG_LEVEL",
     "LOG_LEVELS",
     "OUTPUT",
@@ -64,6 +65,7 @@ BROKER = typer.Option(None, "--broker", "--broker.address", show_default=False,
                            "~/.config/herald/herald.ini, ~/.config/gazette/gazctl.ini, else "
                            "http://localhost:8080].")
 LOG_LEVEL = log_level_option("warning")
+LOG_FORMAT = typer.Option("text", "--log.format", help="text, or json (one object per line, fields as keys).")
 OUTPUT = typer.Option(OutputFormat.table, "-o", "--output", "--format", help="table, yaml or json.")
 #: For commands whose ``--output`` names something else (the pipelines' output journals).
 OUTPUT_FORMAT = typer.Option(OutputFormat.table, "-o", "--output-format", "--format", help="table, yaml or json.")
@@ -92,8 +94,11 @@ def command(fn: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> None:
         level = kwargs.get("log_level") or "warning"
-        if level != "warning":  # else Python's last-resort handler prints warnings.
-            configure(level)
+        fmt = kwargs.get("log_format") or "text"
+        if fmt not in ("text", "json"):
+            raise typer.BadParameter("must be text or json", param_hint="--log.format")
+        if level != "warning" or fmt != "text":  # else Python's last-resort handler prints warnings.
+            configure(level, fmt)
         try:
             fn(*args, **kwargs)
         except httpx.TransportError as err:

@@ -17,7 +17,7 @@ import sys
 import typer
 
 from herald.cli import config
-from herald.cli.options import BROKER, LOG_LEVEL, OUTPUT, OUTPUT_FORMAT, broker_client, command
+from herald.cli.options import BROKER, LOG_FORMAT, LOG_LEVEL, OUTPUT, OUTPUT_FORMAT, broker_client, command
 from herald.cli.output import OutputFormat, print_doc, print_table, progress
 
 __all__ = ["pipelines_app"]
@@ -104,16 +104,27 @@ def dedupe_command(
     partitions: int = typer.Option(4, "--partitions", help="State partitions (fixed by the first run)."),
     no_skew_guard: bool = typer.Option(False, "--no-skew-guard", hidden=True,
                                        help="Raw event-time watermark (for measuring [I-DEDUP-1] only)."),
+    metrics_port: int = typer.Option(0, "--metrics-port", min=0, max=65535,
+                                     help="Serve Prometheus metrics (events, state, batch time, lag) on "
+                                          "this port (0: none)."),
+    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="Address --metrics-port binds."),
+    report: bool = typer.Option(True, "--report/--no-report",
+                                help="Report lag and state to the broker's status page after each batch."),
     broker: str = BROKER,
     log_level: str = LOG_LEVEL,
+    log_format: str = LOG_FORMAT,
 ) -> None:
     """Publish each key once per window, exactly once (Spark + RocksDB state)."""
+    from pathlib import Path
+
     from herald.pipelines.dedupe import (
+        QUERY_NAME,
         DedupeSettings,
         parse_window,
         run_dedupe,
         spark_session,
     )
+    from herald.pipelines.reporting import PipelineReporter
 
     trigger_s = trigger if trigger == "available-now" else str(parse_window(trigger, "trigger"))
     settings = DedupeSettings(
@@ -121,8 +132,17 @@ def dedupe_command(
         time_field=time_field, window_s=parse_window(window), trigger=trigger_s, max_keys=max_keys,
         min_window_s=parse_window(min_window, "min_window"), skew_guard=not no_skew_guard, mapping=mapping,
         max_bytes_per_trigger=max_bytes_per_trigger)
+    try:
+        reporter = PipelineReporter(f"{QUERY_NAME} {checkpoint}", settings.broker, Path(checkpoint) / "query",
+                                    metrics_port, metrics_host, report_to_broker=report)
+    except OSError as err:
+        raise typer.BadParameter(f"cannot listen on {metrics_host}:{metrics_port} ({err.strerror}); "
+                                 "choose another port", param_hint="--metrics-port") from None
     spark = spark_session(master, partitions)
-    summary = run_dedupe(spark, settings, report=lambda line: print(line, flush=True))
+    try:
+        summary = run_dedupe(spark, settings, report=lambda line: print(line, flush=True), reporter=reporter)
+    finally:
+        reporter.close()
     print(f"summary: {summary.line()}", flush=True)
     if summary.below_min_window:
         print(f"warning: effective window under --min-window {min_window}", file=sys.stderr)

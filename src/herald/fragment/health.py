@@ -50,6 +50,7 @@ __all__ = [
     "RETRY_MAX_S",
     "HealthState",
     "StoreHealth",
+    "checker_of",
     "health_of",
     "probe",
 ]
@@ -270,7 +271,8 @@ class StoreHealth:
             self._last_error = error
         if was_healthy != self._healthy:
             log.log(logging.INFO if self._healthy else logging.WARNING,
-                    "store=%s healthy=%s error=%s", self.store.url, self._healthy, error or "")
+                    "store is %s", "healthy" if self._healthy else f"unhealthy: {error}",
+                    extra={"store": self.store.url, "healthy": self._healthy})
         if self._healthy and outage:
             # A recovery is a passing probe after a failed one: a reported upload
             # failure that the next probe does not confirm wakes no retry early.
@@ -297,3 +299,10 @@ def health_of(store: Store) -> StoreHealth:
         _CHECKERS[store] = checker
     checker.start()
     return checker
+
+
+def checker_of(store: Store) -> StoreHealth | None:
+    """The checker ``health_of`` made for ``store``, if any, without creating one:
+    for readers of health (metrics, ``/readyz``, the status page) that must not
+    start probes of their own."""
+    return _CHECKERS.get(store)

@@ -45,6 +45,7 @@ from herald.message import MAPPINGS
 from herald.pipelines.dedupe_control import FORMAT as CONTROL_FORMAT
 from herald.pipelines.dedupe_control import Boost, ControlSource, read_boost, write_boost
 from herald.pipelines.dedupe_metrics import DedupeMonitor, DedupeSummary
+from herald.pipelines.reporting import PipelineReporter
 from herald.protocol.errors import ValidationError
 from herald.protocol.journal import parse_duration
 
@@ -214,16 +215,17 @@ def start_dedupe(spark: Any, s: DedupeSettings) -> Any:
 
 
 def run_dedupe(spark: Any, s: DedupeSettings, report: Callable[[str], None] | None = print,
-               stop: Callable[[], bool] | None = None) -> DedupeSummary:
+               stop: Callable[[], bool] | None = None, reporter: PipelineReporter | None = None) -> DedupeSummary:
     """Run until an available-now run is done (or ``stop()`` says so, or Ctrl-C),
-    printing a metrics line per micro-batch via ``report``; returns the summary.
+    printing a metrics line per micro-batch via ``report`` (and, with ``reporter``,
+    exporting them and reporting to the broker); returns the summary.
     Raises the query's exception if it failed."""
     monitor = DedupeMonitor(s.window_s, s.min_window_s, s.max_keys, s.band_ms / 1000, read_boost(s.control_path))
     query = start_dedupe(spark, s)
     try:
         while True:
             finished = query.awaitTermination(PROGRESS_POLL_S)
-            _observe(query, monitor, s, report)
+            _observe(query, monitor, s, report, reporter)
             if finished or (stop is not None and stop()):
                 break
     except KeyboardInterrupt:
@@ -231,17 +233,25 @@ def run_dedupe(spark: Any, s: DedupeSettings, report: Callable[[str], None] | No
     finally:
         if query.isActive:
             query.stop()
-    _observe(query, monitor, s, report)
+    _observe(query, monitor, s, report, reporter, final=True)
     if query.exception() is not None:
         raise query.exception()
     return monitor.summary()
 
 
-def _observe(query: Any, monitor: DedupeMonitor, s: DedupeSettings, report: Callable[[str], None] | None) -> None:
+def _observe(query: Any, monitor: DedupeMonitor, s: DedupeSettings, report: Callable[[str], None] | None,
+             reporter: PipelineReporter | None = None, final: bool = False) -> None:
+    new_batches = 0
     for progress in query.recentProgress:
-        line = monitor.observe(_as_dict(progress))
+        doc = _as_dict(progress)
+        line = monitor.observe(doc)
         if line and report is not None:
             report(line)
+        if line and reporter is not None:
+            reporter.observe_batch(doc)
+        new_batches += line is not None
+    if reporter is not None and (new_batches or final):
+        reporter.publish(monitor.summary(), force_lag=final)
     if s.max_keys and monitor.boost != read_boost(s.control_path):
         write_boost(s.control_path, monitor.boost)
     monitor.export(Path(s.checkpoint) / "herald-dedupe")
