@@ -91,7 +91,8 @@ class GroupWrite:
 
     def write_data(self) -> None:
         spool = self.spool
-        pwrite_all(spool._fd, self.contents, spool.content_length + spool._delta)
+        at = spool.content_length + spool._delta
+        pwrite_all(spool._fd, spool.with_zero_padding(self.contents, at), at)
         spool._delta += sum(map(len, self.contents))
         self._syncs.append(_SYNCS.submit(os.fdatasync, spool._fd))
 

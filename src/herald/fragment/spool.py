@@ -45,6 +45,10 @@ COMMITS_SUFFIX = ".commits"
 # journals, issue 19 §1), while a busy one soon grows a megabyte at a time.
 COMMITS_FIRST_PREALLOC_BYTES = 4 << 10
 COMMITS_PREALLOC_BYTES = 1 << 20
+# A spool file is zero-filled this far past its end by small groups (see
+# `Spool.with_zero_padding`); a group this large or larger is written as it is.
+DATA_PAD_BYTES = 256 << 10
+_ZEROS = memoryview(bytes(DATA_PAD_BYTES))
 EMPTY_SHA1 = hashlib.sha1().hexdigest()
 
 
@@ -88,6 +92,7 @@ class Spool:
         self._commits_fd = -1
         self._commits_pos = 0
         self._commits_allocated = 0
+        self._data_allocated = 0  # bytes of the spool file written (data or zero padding)
         if len(registers):
             # Registers outlive the fragment that last changed them: record them in the
             # new spool at once, so a crash before its first append still recovers them.
@@ -159,6 +164,25 @@ class Spool:
         self._sha1.update(content)
         self._delta += len(content)
 
+    def with_zero_padding(self, contents: Sequence[bytes], at: int) -> Sequence[bytes]:
+        """``contents`` (to be written at file offset ``at``), plus zeros up to the
+        next `DATA_PAD_BYTES` boundary when they would grow the file.
+
+        An fdatasync that must also journal a new file size costs several times one
+        that only flushes data (measured here: p50 1.5-5 ms vs 0.4-0.7 ms), so small
+        groups grow the file ahead in zeros and the next ones overwrite them. The
+        zeros are past the committed end, which readers never pass and recovery
+        truncates [I-FRAG-2]; `close` truncates them before the spool is persisted."""
+        end = at + sum(map(len, contents))
+        if end <= self._data_allocated:
+            return contents
+        if end - at >= DATA_PAD_BYTES // 4:  # big groups: padding would add writes, not save syncs
+            self._data_allocated = end
+            return contents
+        target = (end // DATA_PAD_BYTES + 1) * DATA_PAD_BYTES
+        self._data_allocated = target
+        return [*contents, _ZEROS[:target - end]]
+
     def rollback(self, sha1_state) -> None:
         """Forget pending bytes (a failed append) [I-APPEND-2]; ``sha1_state`` from ``mark``."""
         self._delta = 0
@@ -216,7 +240,9 @@ class Spool:
         if self._commits_pos + len(line) > self._commits_allocated:
             step = min(max(self._commits_allocated, COMMITS_FIRST_PREALLOC_BYTES), COMMITS_PREALLOC_BYTES)
             grow = max(step, len(line))
-            os.posix_fallocate(self._commits_fd, self._commits_allocated, grow)
+            # Zeros written, not fallocate'd: an unwritten extent turns written at the
+            # line's fdatasync, which journals metadata like a size change would.
+            pwrite_all(self._commits_fd, [bytes(grow)], self._commits_allocated)
             self._commits_allocated += grow
             os.fsync(self._commits_fd)
         pwrite_all(self._commits_fd, [line], self._commits_pos)
@@ -260,9 +286,14 @@ class Spool:
 
     def close(self) -> None:
         """Release the spool's descriptors for good (it is rolled or its journal
-        closed); idempotent."""
+        closed); idempotent. Cuts the zero padding past the committed end, so the
+        file holds exactly the fragment's bytes when it is persisted."""
         self._pool.forget(self)
         self.close_descriptors()
+        if self._data_allocated > self.content_length and self._created:
+            with contextlib.suppress(FileNotFoundError):
+                os.truncate(self.path, self.content_length)
+            self._data_allocated = self.content_length
 
     def remove_files(self) -> None:
         """Delete both files once the fragment is safely in a store."""
