@@ -14,6 +14,7 @@ class _Metrics:
     append_requests: Histogram
     sync_rounds: Counter
     fdatasyncs: Counter
+    syncfs: Counter
     persisted_fragments: Counter
     read_bytes: Counter
     write_head: Gauge
@@ -26,6 +27,7 @@ METRICS = _Metrics(
                               buckets=(.0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5)),
     sync_rounds=Counter("herald_broker_sync_rounds", "Broker-wide sync rounds (group commits of all journals)"),
     fdatasyncs=Counter("herald_broker_fdatasyncs", "fdatasyncs issued by group commits (data + commit line)"),
+    syncfs=Counter("herald_broker_syncfs", "syncfs calls, each making a whole sync round durable at once"),
     persisted_fragments=Counter("herald_broker_persisted_fragments", "Fragments persisted", ["journal"]),
     read_bytes=Counter("herald_broker_read_bytes", "Bytes streamed to readers", ["journal"]),
     write_head=Gauge("herald_broker_write_head_bytes", "Journal write head", ["journal"]),

@@ -21,6 +21,7 @@ broker serves many more journals than its descriptor limit.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import os
@@ -163,6 +164,22 @@ class Spool:
             pwrite_all(self._fd, [content], self.content_length + self._delta)
         self._sha1.update(content)
         self._delta += len(content)
+
+    def write_group(self, contents: Sequence[bytes]) -> None:
+        """Write a group's bodies after the pending bytes, in one ``pwritev`` with
+        the zero padding of `with_zero_padding` (descriptors held by the caller;
+        blocking). Padding that does not fit on a nearly full disk is dropped, not
+        the append: only the bodies must fit."""
+        at = self.content_length + self._delta
+        buffers = self.with_zero_padding(contents, at)
+        try:
+            pwrite_all(self._fd, buffers, at)
+        except OSError as err:
+            if buffers is contents or err.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            self._data_allocated = at
+            pwrite_all(self._fd, contents, at)
+        self._delta += sum(map(len, contents))
 
     def with_zero_padding(self, contents: Sequence[bytes], at: int) -> Sequence[bytes]:
         """``contents`` (to be written at file offset ``at``), plus zeros up to the
@@ -357,12 +374,10 @@ def _last_commit(path: Path, commits_path: Path, begin: int) -> tuple[int, Label
 
 def write_and_sync_data(spool: Spool, contents: list[bytes]) -> list[str]:
     """Write a group's bodies and fdatasync them, uncommitted (blocking: run it in an executor)."""
-    sums = []
     with spool.holding_descriptors():
-        for content in contents:
-            spool.write(content)
-            sums.append(hashlib.sha1(content).hexdigest())
-        spool.sync_data()
+        spool.write_group(contents)
+        sums = spool._hash(contents)
+        os.fdatasync(spool._fd)
     return sums
 
 
