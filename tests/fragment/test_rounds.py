@@ -90,9 +90,15 @@ def test_small_groups_pad_the_spool_with_zeros_that_recovery_and_close_cut(tmp_p
     spool = _spool(tmp_path / "j", pool)
     write_round([GroupWrite(spool, [b"one\n"], LabelSet(), 1.0)])
     write_round([GroupWrite(spool, [b"two\n"], LabelSet(), 1.0)])
-    assert spool.path.stat().st_size == DATA_PAD_BYTES  # grown ahead in zeros
+    assert spool.path.stat().st_size == 4096  # grown ahead in zeros, by one block at first
+    write_round([GroupWrite(spool, [bytes(5000)], LabelSet(), 1.0)])
+    assert spool.path.stat().st_size == 8192  # then by as much as it holds
+    write_round([GroupWrite(spool, [b"x" * 60_000] * 9, LabelSet(), 1.0)])
+    assert spool.path.stat().st_size == 5008 + 540_000  # a large group: not padded
+    write_round([GroupWrite(spool, [b"three\n"], LabelSet(), 1.0)])
+    assert spool.path.stat().st_size == 2 * DATA_PAD_BYTES + DATA_PAD_BYTES  # steps of DATA_PAD_BYTES at most
     (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)  # as after kill -9
-    assert found.path.read_bytes() == b"one\ntwo\n"
+    assert found.path.read_bytes() == b"one\ntwo\n" + bytes(5000) + b"x" * 540_000 + b"three\n"
     spool = _spool(tmp_path / "k", pool)
     write_round([GroupWrite(spool, [b"three\n"], LabelSet(), 1.0)])
     spool.close()

@@ -207,7 +207,9 @@ class FrontConnection(asyncio.Protocol):
         try:
             future = journal.append_nowait(body)
         except HeraldError as err:
-            self._answer(error_answer(err, self._closes()))
+            # Answered on the next loop turn, as every other answer: a long pipeline of
+            # refused requests must not recurse through _serve.
+            self.front.loop.call_soon(self._answer, error_answer(err, self._closes()))
             return
         if future is None:  # the first store is unhealthy: append() waits for it, boundedly
             future = asyncio.ensure_future(journal.append(body))
