@@ -65,6 +65,7 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 BAND_FRACTION = 0.1
 QUERY_NAME = "herald-dedupe"
 PROGRESS_POLL_S = 1.0
+DEFAULT_MASTER = "local[2]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,10 +136,11 @@ def parse_window(text: str, field: str = "window") -> float:
     return parse_duration(body, field)
 
 
-def spark_session(master: str = "local[2]", shuffle_partitions: int = 4) -> Any:
+def spark_session(master: str = "", shuffle_partitions: int = 4) -> Any:
     """A Spark session for the dedupe driver: workers run this interpreter (so
     they import herald), RocksDB state, no UI. ``shuffle_partitions`` is the
-    number of state store partitions; it is fixed by the first run's checkpoint."""
+    number of state store partitions; it is fixed by the first run's checkpoint.
+    ``master`` empty: the one ``spark-submit --master`` gave, else ``local[2]``."""
     import os
     import sys
 
@@ -146,7 +148,10 @@ def spark_session(master: str = "local[2]", shuffle_partitions: int = 4) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(master).appName(QUERY_NAME)
+    if not master and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        master = DEFAULT_MASTER  # not under spark-submit (which hands us its JVM and --master)
+    builder = SparkSession.builder.master(master) if master else SparkSession.builder
+    spark = (builder.appName(QUERY_NAME)
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", str(shuffle_partitions))

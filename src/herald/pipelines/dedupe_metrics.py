@@ -44,13 +44,21 @@ class DedupeSummary:
     elapsed_s: float
     events_per_s: float
 
+    @property
+    def state_bytes_per_key(self) -> float:
+        """What a key costs in the state store (RocksDB files over keys): the
+        figure to size a window by (keys x this). Meaningful once the state holds
+        many keys: RocksDB's fixed overhead dominates a small state."""
+        return round(self.state_bytes / self.state_keys, 1) if self.state_keys else 0.0
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "state_bytes_per_key": self.state_bytes_per_key}
 
     def line(self) -> str:
         return (f"events in {self.events_in}, duplicates dropped {self.duplicates_dropped}, "
                 f"events out {self.events_out}, state keys {self.state_keys}, "
-                f"state bytes {self.state_bytes}, effective window {format_window(self.effective_window_s)}, "
+                f"state bytes {self.state_bytes} ({self.state_bytes_per_key:g} per key), "
+                f"effective window {format_window(self.effective_window_s)}, "
                 f"{self.events_per_s:,.0f} events/s over {self.batches} batches in {self.elapsed_s:.1f} s")
 
 
@@ -109,8 +117,13 @@ class DedupeMonitor:
         self._control()
         return (f"batch {batch}: in {rows_in}, duplicates {_metric(op, 'numDroppedDuplicateRows')}, "
                 f"out {_metric(op, 'numRowsUpdated')}, state keys {self.state_keys}, "
-                f"state bytes {self.state_bytes}, window {format_window(self.effective_window_s)}, "
+                f"state bytes {self.state_bytes} ({self._bytes_per_key:g} per key), "
+                f"window {format_window(self.effective_window_s)}, "
                 f"speed-up {1 + self.boost.rate:.3g}x")
+
+    @property
+    def _bytes_per_key(self) -> float:
+        return round(self.state_bytes / self.state_keys, 1) if self.state_keys else 0.0
 
     def _note_span(self, event_time: dict) -> None:
         """The dedupe time covered by the state, for the size bound's estimate."""
@@ -169,6 +182,7 @@ class DedupeMonitor:
         gauges = {"events_in_total": s.events_in, "duplicates_dropped_total": s.duplicates_dropped,
                   "events_out_total": s.events_out, "late_dropped_total": s.late_dropped,
                   "state_keys": s.state_keys, "state_bytes": s.state_bytes,
+                  "state_bytes_per_key": s.state_bytes_per_key,
                   "effective_window_seconds": s.effective_window_s, "min_window_seconds": self.min_window_s,
                   "below_min_window": int(s.below_min_window), "events_per_second": s.events_per_s}
         _atomic(directory / "metrics.prom", "".join(f"herald_dedupe_{k} {v}\n" for k, v in gauges.items()))

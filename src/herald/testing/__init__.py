@@ -3,7 +3,9 @@
 ``herald.testing.plugin`` provides fixtures: ``broker`` (a real ``herald serve``
 process on a free loopback port, in a temp data dir) and ``broker_factory`` for
 tests that need to kill, restart or share a fragment root, and ``powercut`` (a FUSE
-file system whose `PowerCut.cut` drops what was never fsynced). `make_journals` and
+file system whose `PowerCut.cut` drops what was never fsynced), ``spark`` (one
+local session) and ``spark_cluster`` (a standalone master and two workers as
+separate processes, apps submitted with ``spark-submit``: `herald.testing.spark_cluster`). `make_journals` and
 `Producer` set up journals and messages; every wait (`wait_until`,
 `wait_persisted`, `wait_for_route`) has a deadline and fails loudly.
 """
