@@ -98,3 +98,16 @@ def test_starting_offsets_latest_skips_existing_messages(spark, broker, client, 
     run_stream(spark, broker, "app=latest", ck, out, startingOffsets="latest")
     assert [json.loads(r.value)["n"] for r in sorted(stream_rows(spark, out), key=lambda r: r.begin)] == list(
         range(10, 15))
+
+
+def test_max_rows_per_trigger_bounds_every_batch_in_messages(spark, broker, client, tmp_path):
+    journals = make_journals(broker, "rows/a", "rows/b", labels={"app": "rows"})
+    p = Producer(client)
+    for i in range(60):
+        p.committed(journals[i % 2], {"n": i, "pad": "x" * (i % 7)})  # Messages of uneven sizes.
+    ck, out = tmp_path / "ck", tmp_path / "out"
+    run_stream(spark, broker, "app=rows", ck, out, maxRowsPerTrigger=7)
+    per_batch = [len(spark.read.parquet(str(d)).collect()) for d in sorted(out.iterdir())]
+    assert per_batch == [7] * 8 + [4]  # Exact: each batch's sample holds all its messages.
+    assert sorted(r.value for r in stream_rows(spark, out)) == sorted(
+        v for j in journals for v in reference_committed(client, j))

@@ -34,8 +34,8 @@ _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 KNOWN_OPTIONS = (
     "appendBytes", "authToken", "broker", "caFile", "certFile", "checkpointLocation", "committed",
     "endingOffsets", "failOnDataLoss", "fenceRegister", "includeAcks", "keyFile", "mapping",
-    "maxBytesPerTrigger", "maxPartitionBytes", "minPartitions", "onDecodeError", "path", "ringSize",
-    "selector", "splitBytes", "startingOffsets", "stateLocation", "trustedCAFile", "uuidField",
+    "maxBytesPerTrigger", "maxPartitionBytes", "maxRowsPerTrigger", "minPartitions", "onDecodeError", "path",
+    "ringSize", "selector", "splitBytes", "startingOffsets", "stateLocation", "trustedCAFile", "uuidField",
 )
 #: Kafka source/sink options a Kafka user may reach for, and Herald's equal.
 KAFKA_EQUIVALENTS = {
@@ -147,6 +147,7 @@ class HeraldOptions:
     fail_on_data_loss: bool = True
     min_partitions: int = 0
     max_bytes_per_trigger: int = 0
+    max_rows_per_trigger: int = 0
     state_location: str = ""
     mapping: str = "modulo"
     include_acks: bool = False
@@ -184,6 +185,7 @@ class HeraldOptions:
             fail_on_data_loss=_bool(options, "failOnDataLoss", True),
             min_partitions=_int(options, "minPartitions", 0),
             max_bytes_per_trigger=_int(options, "maxBytesPerTrigger", 0),
+            max_rows_per_trigger=_int(options, "maxRowsPerTrigger", 0),
             state_location=_state_location(options),
             mapping=mapping,
             include_acks=_bool(options, "includeAcks", False),

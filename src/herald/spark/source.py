@@ -21,12 +21,19 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxBytes, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 
 from herald.client import BrokerClient
 from herald.message import Checkpoint, Envelope, Framing, Sequencer, duration_to_clock, framing_for, sequence
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming, content_type_of
+from herald.spark.budget import row_budget_ends, share_bytes
 from herald.spark.offsets import check_data_loss, clip_pieces, held_range, journal_range
 from herald.spark.options import HeraldOptions
 from herald.spark.reading import (
@@ -239,8 +246,8 @@ class StreamSlice:
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets are ``{journal: byte offset}``. Journals that start matching the
-    selector join the stream at offset 0. ``maxBytesPerTrigger`` caps a batch's
-    bytes (shared fairly across journals)."""
+    selector join the stream at offset 0. ``maxBytesPerTrigger`` and
+    ``maxRowsPerTrigger`` cap a batch (shared fairly across journals: `herald.spark.budget`)."""
 
     def __init__(self, opts: HeraldOptions) -> None:
         self.opts = opts
@@ -264,6 +271,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {j: (heads[j] if start.get(j, -2) == -1 else max(0, start.get(j, 0))) for j in heads}
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_rows_per_trigger:  # maxBytesPerTrigger, if set too, applies in latestOffset
+            return ReadMaxRows(self.opts.max_rows_per_trigger)
         if self.opts.max_bytes_per_trigger:
             return ReadMaxBytes(self.opts.max_bytes_per_trigger)
         return ReadAllAvailable()
@@ -280,8 +289,14 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             heads = {j: min(h, self._target[j]) for j, h in heads.items() if j in self._target}
         begin = {j: int(start.get(j, 0)) for j in heads}
         budget = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
+        if isinstance(limit, ReadMaxRows):
+            budget = self.opts.max_bytes_per_trigger or None
+        ends = share_bytes(begin, heads, budget)
+        if isinstance(limit, ReadMaxRows):
+            with self.opts.client() as client:
+                ends = row_budget_ends(begin, ends, limit.max_rows, lambda j, lo, hi: _sample(client, j, lo, hi))
         end = dict(start)  # Journals no longer selected keep their offset.
-        end.update(_share(begin, heads, budget))
+        end.update(ends)
         return end
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
@@ -311,25 +326,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             store.prune(journal, int(offset))
 
 
-def _share(begin: dict[str, int], heads: dict[str, int], budget: int | None) -> dict[str, int]:
-    """End offsets: all available bytes, or ``budget`` bytes shared by water-filling
-    (each journal gets an equal share; what one cannot use goes to the others)."""
-    avail = {j: max(0, heads[j] - begin[j]) for j in heads}
-    if budget is None:
-        return {j: begin[j] + avail[j] for j in heads}
-    grant = dict.fromkeys(heads, 0)
-    left, open_ = budget, sorted(j for j in heads if avail[j] > 0)
-    while left > 0 and open_:
-        share = max(1, left // len(open_))
-        for j in list(open_):
-            take = min(share, avail[j] - grant[j], left)
-            grant[j] += take
-            left -= take
-            if grant[j] >= avail[j]:
-                open_.remove(j)
-            if left <= 0:
-                break
-    return {j: begin[j] + grant[j] for j in heads}
+def _sample(client: BrokerClient, journal: str, start: int, end: int) -> bytes:
+    """Bytes ``[start, end)`` of ``journal`` (fewer if a range was pruned)."""
+    with client.read(journal, start, end) as reader:
+        return b"".join(chunk for _, chunk in reader)
 
 
 def read_slice(s: StreamSlice) -> Iterator[pa.RecordBatch]:
