@@ -57,7 +57,8 @@ def run_stream(spark, broker, selector: str, ck, out, max_bytes: int = 0, **opti
         reader = reader.option(k, str(v))
 
     def sink(df, batch_id):
-        df.select("journal", "begin", "end", "uuid", "value").write.mode("overwrite").parquet(f"{out}/{batch_id:05d}")
+        columns = [c for c in ("journal", "begin", "end", "uuid", "value", "key") if c in df.columns]
+        df.select(*columns).write.mode("overwrite").parquet(f"{out}/{batch_id:05d}")
 
     query = (reader.load().writeStream.foreachBatch(sink).option("checkpointLocation", str(ck))
              .trigger(availableNow=True).start())

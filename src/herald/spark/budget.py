@@ -20,13 +20,25 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-__all__ = ["SAMPLE_BYTES", "row_budget_ends", "share_bytes", "water_fill"]
+from herald.client import BrokerClient
+
+__all__ = ["SAMPLE_BYTES", "row_budget_ends", "sampler_of", "share_bytes", "water_fill"]
 
 #: Bytes read at a journal's next offset to count messages for a row budget.
 SAMPLE_BYTES = 64 << 10
 
 #: ``sample(journal, start, end)``: up to ``end - start`` bytes at ``start``.
 Sampler = Callable[[str, int, int], bytes]
+
+
+def sampler_of(client: BrokerClient) -> Sampler:
+    """Samples read through ``client`` (fewer bytes where a range was pruned)."""
+
+    def sample(journal: str, start: int, end: int) -> bytes:
+        with client.read(journal, start, end) as reader:
+            return b"".join(chunk for _, chunk in reader)
+
+    return sample
 
 
 def water_fill(avail: dict[str, int], budget: int) -> dict[str, int]:

@@ -33,7 +33,7 @@ _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 #: is what Spark passes for ``load(path)``; Herald ignores it.
 KNOWN_OPTIONS = (
     "appendBytes", "authToken", "broker", "caFile", "certFile", "checkpointLocation", "committed",
-    "endingOffsets", "failOnDataLoss", "fenceRegister", "includeAcks", "keyFile", "mapping",
+    "endingOffsets", "failOnDataLoss", "fenceRegister", "includeAcks", "keyField", "keyFile", "mapping",
     "maxBytesPerTrigger", "maxPartitionBytes", "maxRowsPerTrigger", "minPartitions", "onDecodeError", "path",
     "ringSize", "selector", "splitBytes", "startingOffsets", "stateLocation", "trustedCAFile", "uuidField",
 )
@@ -148,6 +148,7 @@ class HeraldOptions:
     min_partitions: int = 0
     max_bytes_per_trigger: int = 0
     max_rows_per_trigger: int = 0
+    key_field: str = ""
     state_location: str = ""
     mapping: str = "modulo"
     include_acks: bool = False
@@ -186,6 +187,7 @@ class HeraldOptions:
             min_partitions=_int(options, "minPartitions", 0),
             max_bytes_per_trigger=_int(options, "maxBytesPerTrigger", 0),
             max_rows_per_trigger=_int(options, "maxRowsPerTrigger", 0),
+            key_field=_get(options, "keyField", "") or "",
             state_location=_state_location(options),
             mapping=mapping,
             include_acks=_bool(options, "includeAcks", False),

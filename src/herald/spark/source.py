@@ -33,7 +33,8 @@ from herald.client import BrokerClient
 from herald.message import Checkpoint, Envelope, Framing, Sequencer, duration_to_clock, framing_for, sequence
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming, content_type_of
-from herald.spark.budget import row_budget_ends, share_bytes
+from herald.spark.budget import row_budget_ends, sampler_of, share_bytes
+from herald.spark.keys import schema_with_key, with_keys
 from herald.spark.offsets import check_data_loss, clip_pieces, held_range, journal_range
 from herald.spark.options import HeraldOptions
 from herald.spark.reading import (
@@ -73,7 +74,7 @@ class HeraldDataSource(DataSource):
         return "herald"
 
     def schema(self) -> str:
-        return SPARK_SCHEMA
+        return schema_with_key(SPARK_SCHEMA, self.options)
 
     def reader(self, schema: object) -> DataSourceReader:
         return BatchReader(HeraldOptions.parse(self.options, streaming=False))
@@ -162,8 +163,10 @@ class BatchReader(DataSourceReader):
                                opts.ring_size, opts.split_bytes)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """Executor: decode the partition's pieces into Arrow batches."""
-        part: BatchPart = partition.value
+        """Executor: decode the partition's pieces into Arrow batches (with keys: `herald.spark.keys`)."""
+        yield from with_keys(self._read_part(partition.value), partition.value.opts.key_field)
+
+    def _read_part(self, part: BatchPart) -> Iterator[pa.RecordBatch]:
         if not part.pieces:
             return
         framing = framing_for(part.content_type, part.opts.uuid_field)
@@ -294,7 +297,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ends = share_bytes(begin, heads, budget)
         if isinstance(limit, ReadMaxRows):
             with self.opts.client() as client:
-                ends = row_budget_ends(begin, ends, limit.max_rows, lambda j, lo, hi: _sample(client, j, lo, hi))
+                ends = row_budget_ends(begin, ends, limit.max_rows, sampler_of(client))
         end = dict(start)  # Journals no longer selected keep their offset.
         end.update(ends)
         return end
@@ -316,7 +319,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: one journal slice, from and to a sequencer snapshot."""
-        yield from read_slice(partition.value)
+        yield from with_keys(read_slice(partition.value), partition.value.opts.key_field)
 
     def commit(self, end: dict) -> None:
         """Driver (lags one batch): snapshots below a committed end are not needed
@@ -324,12 +327,6 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         store = SnapshotStore(self.opts.state_location)
         for journal, offset in end.items():
             store.prune(journal, int(offset))
-
-
-def _sample(client: BrokerClient, journal: str, start: int, end: int) -> bytes:
-    """Bytes ``[start, end)`` of ``journal`` (fewer if a range was pruned)."""
-    with client.read(journal, start, end) as reader:
-        return b"".join(chunk for _, chunk in reader)
 
 
 def read_slice(s: StreamSlice) -> Iterator[pa.RecordBatch]:
