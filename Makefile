@@ -30,6 +30,11 @@ system-deps:
 demo: install
 	$(BIN)/python -m herald.demo
 
+# Gazette's stream-sum soak test on the embedded broker (docs/examples/stream-sum.md).
+.PHONY: example-stream-sum
+example-stream-sum: install
+	$(BIN)/python -m herald.cli.main examples stream-sum run --chunkers 2 --files 4 --duration 20s
+
 # Lint and types are part of the test run (settings in pyproject.toml).
 lint: install
 	$(BIN)/ruff check src tests bench

@@ -35,15 +35,17 @@ def new_nonce() -> str:
 
 def run_chunkers(client: BrokerClient, chunkers: int, settings: ChunkerSettings, sum_timeout_s: float,
                  report: Callable[[str], None] = print, sums: str = SUMS,
-                 verifier_ready: Callable[[Verifier], None] | None = None) -> Figures:
-    """Run ``chunkers`` chunkers and verify their sums; blocks until done."""
+                 verifier_ready: Callable[[Verifier], None] | None = None,
+                 stop: threading.Event | None = None) -> Figures:
+    """Run ``chunkers`` chunkers and verify their sums; blocks until done. ``stop``
+    ends the chunkers' ``duration_s`` early (they still finish their open files)."""
     sum_journals = [info.name for info in client.list(sums)]
     verifier = Verifier(client, sum_journals, new_nonce(), sum_timeout_s, report).start()
     if verifier_ready is not None:
         verifier_ready(verifier)
     try:
         warm_up(client, verifier, settings.chunks, max(sum_timeout_s, WARM_UP_DEADLINE_S))
-        return _chunk_and_verify(client, verifier, chunkers, settings)
+        return _chunk_and_verify(client, verifier, chunkers, settings, stop)
     finally:
         verifier.close()
 
@@ -61,13 +63,14 @@ def warm_up(client: BrokerClient, verifier: Verifier, chunks: str, deadline_s: f
         verifier.violation(f"{file_id}: no sum within {deadline_s:.0f}s: is the summer running?")
 
 
-def _chunk_and_verify(client: BrokerClient, verifier: Verifier, chunkers: int, settings: ChunkerSettings) -> Figures:
+def _chunk_and_verify(client: BrokerClient, verifier: Verifier, chunkers: int, settings: ChunkerSettings,
+                      stop: threading.Event | None) -> Figures:
     if verifier.violations:
         return verifier.figures()
 
     def chunk(index: int) -> None:
         try:
-            run_chunker(client, settings, index, verifier.nonce, verifier)
+            run_chunker(client, settings, index, verifier.nonce, verifier, stop)
         except Exception as err:  # noqa: BLE001 — a thread's edge: the run must fail loudly.
             verifier.violation(f"chunker {index} failed: {err!r}")
 

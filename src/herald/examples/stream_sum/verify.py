@@ -21,6 +21,7 @@ to the chunker reading its sum; `Figures` gives the count, p50 and p99.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from herald.examples.stream_sum.messages import Reject, Sum, parse_output
 __all__ = ["Expected", "Figures", "Verifier"]
 
 log = logging.getLogger(__name__)
+WATCHDOG_PERIOD_S = 1.0
 
 
 @dataclass(slots=True)
@@ -66,7 +68,7 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, int(round(q / 100 * len(ordered) + 0.5)) - 1))]
+    return ordered[min(len(ordered), max(1, math.ceil(q / 100 * len(ordered)))) - 1]
 
 
 @dataclass
@@ -91,12 +93,20 @@ class Verifier:
         self._closed = False
 
     def start(self) -> Verifier:
-        """Start reading every sums journal (daemon threads: they block on the journal)."""
+        """Start reading every sums journal (daemon threads: they block on the journal),
+        and a watchdog that reports overdue sums as they become overdue."""
         for journal in self.sums:
             thread = threading.Thread(target=self._read, args=(journal,), name=f"verify {journal}", daemon=True)
             thread.start()
             self._threads.append(thread)
+        threading.Thread(target=self._watchdog, name="verify timeouts", daemon=True).start()
         return self
+
+    def _watchdog(self) -> None:
+        tick = threading.Event()
+        while not self._closed:
+            self.check_timeouts()
+            tick.wait(WATCHDOG_PERIOD_S)  # a periodic check, not a synchronisation
 
     def expect(self, file_id: str, digest: str, chunks: int, timed: bool = True) -> None:
         """Call before publishing ``file_id``'s end chunk (``timed``: its time-to-sum counts)."""
@@ -154,14 +164,19 @@ class Verifier:
             if exp.verified:
                 return f"{msg.file_id}: a second sum"
             if (msg.sum, msg.chunks) != (exp.sum, exp.chunks):
-                return f"{msg.file_id}: wrong sum {msg.sum[:16]}…/{msg.chunks} chunks, want {exp.sum[:16]}…/{exp.chunks}"
+                return (f"{msg.file_id}: wrong sum {msg.sum[:16]}…/{msg.chunks} chunks, "
+                        f"want {exp.sum[:16]}…/{exp.chunks}")
             exp.verified = True
+            waited_s = now - exp.acked_at if exp.acked_at is not None else 0.0
             if exp.timed:
-                self.latencies.append(now - exp.acked_at if exp.acked_at is not None else 0.0)
+                self.latencies.append(waited_s)
             self._lock.notify_all()
-            late = exp.timed_out
-        if late:  # already a violation (the timeout): say when it came, count it once
-            self.report(f"late sum: {msg.file_id} came {now - (exp.acked_at or now):.1f}s after its end")
+            late, reported = waited_s > self.sum_timeout_s, exp.timed_out
+            exp.timed_out = exp.timed_out or late
+        if late and reported:  # already a violation (the timeout): say when it came, count it once
+            self.report(f"late sum: {msg.file_id} came {waited_s:.1f}s after its end")
+        elif late:
+            return f"{msg.file_id}: the sum came {waited_s:.1f}s after its end, over {self.sum_timeout_s:.0f}s"
         return None
 
     def check_timeouts(self) -> None:
