@@ -96,8 +96,8 @@ class _Chunker:
                     end=True)
         return True
 
-    def _watch(self, file_id: str, future: Future, end: bool) -> None:
-        def done(fut: Future) -> None:
+    def _watch(self, file_id: str, future: Future[object], end: bool) -> None:
+        def done(fut: Future[object]) -> None:
             if fut.exception() is not None:
                 self.verifier.violation(f"{file_id}: publishing a chunk failed: {fut.exception()!r}")
             elif end:

@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from herald.cli import config
 from herald.cli.options import LOG_LEVEL, command
+
+if TYPE_CHECKING:  # imported when a command runs: `herald --help` starts no Spark imports
+    from herald.examples.stream_sum.chunker import ChunkerSettings
+    from herald.examples.stream_sum.verify import Figures
 
 app = typer.Typer(help="chunkers publish files, a Spark summer publishes their digests.", no_args_is_help=True)
 
@@ -40,18 +45,27 @@ def stream_sum() -> None:
 
 
 def _seconds(text: str, field: str) -> float:
+    """Seconds of a duration flag (``20s``, ``5m``), > 0."""
     from herald.pipelines.dedupe import parse_window
+    from herald.protocol.errors import ValidationError
 
-    return parse_window(text, field)
+    seconds = parse_window(text, field)
+    if seconds <= 0:
+        raise ValidationError(field, f"must be > 0 ({text!r})")
+    return seconds
 
 
-def _chunker_settings(files: int, duration: str, rate: float, seed: int | None):  # noqa: ANN202 — lazy import
+def _chunker_settings(chunkers: int, files: int, duration: str, rate: float, seed: int | None) -> ChunkerSettings:
     from herald.examples.stream_sum.chunker import ChunkerSettings
+    from herald.protocol.errors import ValidationError
+
+    if chunkers < 1:
+        raise ValidationError("chunkers", f"must be >= 1 ({chunkers})")
 
     return ChunkerSettings(files=files, duration_s=_seconds(duration, "duration"), rate=rate, seed=seed)
 
 
-def _finish(figures) -> None:  # noqa: ANN001 — Figures, imported lazily
+def _finish(figures: Figures) -> None:
     print(f"figures: {figures.line()}", flush=True)
     for violation in figures.violations[:20]:
         print(f"error: {violation}", flush=True)
@@ -71,7 +85,7 @@ def run_command(chunkers: int = CHUNKERS, files: int = FILES, duration: str = DU
     from herald.pipelines.dedupe import spark_session
     from herald.testing.broker import BrokerProcess
 
-    settings = _chunker_settings(files, duration, rate, seed)
+    settings = _chunker_settings(chunkers, files, duration, rate, seed)
     timeout_s = _seconds(sum_timeout, "sum_timeout")
     with tempfile.TemporaryDirectory(prefix="herald-stream-sum-") as tmp:
         embedded = None if broker else BrokerProcess(Path(tmp) / "data", Path(tmp) / "fragments").start()
@@ -119,7 +133,7 @@ def chunker_command(chunkers: int = CHUNKERS, files: int = FILES, duration: str 
     from herald.cli.options import broker_client
     from herald.examples.stream_sum.run import run_chunkers
 
-    settings = _chunker_settings(files, duration, rate, seed)
+    settings = _chunker_settings(chunkers, files, duration, rate, seed)
     with broker_client(broker) as client:
         figures = run_chunkers(client, chunkers, settings, _seconds(sum_timeout, "sum_timeout"),
                                report=lambda line: print(line, flush=True))

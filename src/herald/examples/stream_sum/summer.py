@@ -68,7 +68,7 @@ class SummerSettings:
             raise ValidationError("checkpoint", "required: a directory for Spark's and Herald's checkpoints")
 
 
-def fold_group(key: tuple, frames: Iterator[Any], state: Any) -> Iterator[Any]:
+def fold_group(key: tuple[str, ...], frames: Iterator[Any], state: Any) -> Iterator[Any]:
     """Executor, once per file id per micro-batch: fold this batch's chunks of the
     file into its running digest; yield the sum if the file ended, and a rejection
     for each chunk that is not one."""
