@@ -15,6 +15,7 @@ from herald.examples.stream_sum.digest import file_digest
 from herald.examples.stream_sum.journals import create_journals
 from herald.examples.stream_sum.messages import Reject, Sum, chunk_body, parse_output
 from herald.examples.stream_sum.summer import SummerSettings, run_summer
+from herald.protocol.errors import HeraldError
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 SUMS = "stream-sum/sums/part-000"
@@ -69,6 +70,6 @@ def test_a_line_that_is_not_json_stops_the_summer_naming_its_offset(spark, broke
         _publish(client, {"ok": [b"fine"]})
         offset = client.append("stream-sum/chunks/part-000", b"this is not JSON\n").begin
         settings = SummerSettings(broker=broker.url, checkpoint=str(tmp_path / "ckpt"), trigger_s=0.2)
-        with pytest.raises(Exception, match=f"offset {offset}: journal stream-sum/chunks/part-000"):
+        with pytest.raises(HeraldError, match=f"not a chunk: offset {offset}: journal stream-sum/chunks/part-000"):
             run_summer(spark, settings, report=None, stop=lambda: False)
         assert _outputs(client) == []  # nothing of the failed batch was committed

@@ -97,6 +97,7 @@ def run_command(chunkers: int = CHUNKERS, files: int = FILES, duration: str = DU
             print("journals: stream-sum/chunks/part-000..003, stream-sum/sums/part-000", flush=True)
             print("starting the summer (Spark) …", flush=True)
             spark = spark_session("local[2]", 2)
+            spark.sparkContext.setLogLevel("OFF")  # a failure is reported once, as one line
             try:
                 figures = run_with_summer(spark, url, Path(checkpoint or Path(tmp) / "checkpoint"), chunkers,
                                           settings, timeout_s, report=lambda line: print(line, flush=True))
@@ -113,14 +114,17 @@ def run_command(chunkers: int = CHUNKERS, files: int = FILES, duration: str = DU
 def summer_command(checkpoint: str = typer.Option(..., "--checkpoint", help="Checkpoint directory."),
                    trigger: str = typer.Option("0.5s", "--trigger", help="Interval between micro-batches."),
                    master: str = typer.Option("local[2]", "--master", help="Spark master."),
+                   on_decode_error: str = typer.Option("fail", "--on-decode-error",
+                                                       help="fail (stop at a line that is not JSON) or skip."),
                    broker: str = BROKER, log_level: str = LOG_LEVEL) -> None:
     """The summer alone: runs until interrupted, a line per micro-batch."""
     from herald.examples.stream_sum.summer import SummerSettings, run_summer
     from herald.pipelines.dedupe import spark_session
 
     settings = SummerSettings(broker=config.resolve_broker_address(broker), checkpoint=checkpoint,
-                              trigger_s=_seconds(trigger, "trigger"))
+                              trigger_s=_seconds(trigger, "trigger"), on_decode_error=on_decode_error)
     spark = spark_session(master, 2)
+    spark.sparkContext.setLogLevel("OFF")  # a failure is reported once, as one line (below)
     run_summer(spark, settings, report=lambda line: print(line, flush=True))
 
 

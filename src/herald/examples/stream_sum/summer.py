@@ -29,6 +29,7 @@ offset, as a ``rejected`` message on the sums journals (`herald.examples.stream_
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,8 @@ from typing import Any
 
 from herald.examples.stream_sum.digest import RunningDigest
 from herald.examples.stream_sum.messages import parse_chunk, reject_body, sum_body
-from herald.protocol.errors import ValidationError
+from herald.message.decode_errors import OnDecodeError
+from herald.protocol.errors import HeraldError, Status, ValidationError
 
 __all__ = ["CHUNKS", "SUMS", "SummerSettings", "fold_group", "run_summer", "start_summer", "summer_frame"]
 
@@ -60,10 +62,12 @@ class SummerSettings:
     sums: str = SUMS
     trigger_s: float = 0.5
     max_bytes_per_trigger: int = 0
+    on_decode_error: str = "fail"  # or "skip": drop (and count, in the executors' log) lines that are not JSON
 
     def __post_init__(self) -> None:
         if self.trigger_s <= 0:
             raise ValidationError("trigger", f"must be > 0 ({self.trigger_s})")
+        OnDecodeError.parse(self.on_decode_error, "on_decode_error")
         if not self.checkpoint:
             raise ValidationError("checkpoint", "required: a directory for Spark's and Herald's checkpoints")
 
@@ -120,7 +124,8 @@ def summer_frame(spark: Any, s: SummerSettings) -> Any:
     herald.spark.register(spark)
     src = (spark.readStream.format("herald").option("broker", s.broker).option("selector", s.chunks)
            .option("stateLocation", str(Path(s.checkpoint) / "source"))
-           .option("maxBytesPerTrigger", str(s.max_bytes_per_trigger)).load())
+           .option("maxBytesPerTrigger", str(s.max_bytes_per_trigger))
+           .option("onDecodeError", s.on_decode_error).load())
     position = F.concat(F.col("journal"), F.lit(":"), F.col("begin").cast("string"))
     file_id = F.coalesce(F.get_json_object(F.col("value").cast("string"), "$.id"), position)
     rows = src.select(file_id.alias("file_id"), "journal", "begin", "value")
@@ -144,6 +149,8 @@ def run_summer(spark: Any, s: SummerSettings, report: Callable[[str], None] | No
                stop: Callable[[], bool] | None = None) -> int:
     """Run until ``stop()`` says so (or Ctrl-C); reports a line per micro-batch
     with input; returns how many batches ran. Raises the query's exception."""
+    from pyspark.errors import StreamingQueryException
+
     query = start_summer(spark, s)
     seen, batches = -1, 0
     try:
@@ -157,12 +164,27 @@ def run_summer(spark: Any, s: SummerSettings, report: Callable[[str], None] | No
                 break
     except KeyboardInterrupt:
         log.warning("interrupted: stopping the summer")
+    except StreamingQueryException as exc:  # awaitTermination raises the query's failure
+        raise _as_herald_error(exc) from None
     finally:
         if query.isActive:
             query.stop()
     if query.exception() is not None:
-        raise query.exception()
+        raise _as_herald_error(query.exception())
     return batches
+
+
+_DECODE_ERROR = re.compile(r"MessageDecodeError: (offset \d+: journal \S+: [^\n]*)")
+
+
+def _as_herald_error(exc: Exception) -> Exception:
+    """A query stopped by undecodable input as one `HeraldError` naming the journal
+    and offset (the CLI prints it as one line); any other failure as it is."""
+    found = _DECODE_ERROR.search(str(exc))
+    if found is None:
+        return exc
+    return HeraldError(Status.MESSAGE_DECODE_ERROR, f"the summer stopped at a message that is not a chunk: "
+                                                    f"{found.group(1)}")
 
 
 def _progress_line(progress: Any) -> str:
