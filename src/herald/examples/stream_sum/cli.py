@@ -149,7 +149,7 @@ def chunker_command(chunkers: int = CHUNKERS, files: int = FILES, duration: str 
 def journals_command(partitions: int = typer.Option(4, "--partitions", help="Chunks journals."),
                      replication: int = typer.Option(1, "--replication", help="Replication of each journal."),
                      broker: str = BROKER, log_level: str = LOG_LEVEL) -> None:
-    """Create the chunks and sums journals (again: harmless)."""
+    """Create the chunks and sums journals that are missing (existing ones are left as they are)."""
     from herald.examples.stream_sum.journals import create_journals
 
     for name in create_journals(config.resolve_broker_address(broker), partitions, 1, replication):
