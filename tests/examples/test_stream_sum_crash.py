@@ -14,17 +14,20 @@ import threading
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from herald.client import BrokerClient
+from herald.client.committed import read_committed, read_uncommitted
 from herald.examples.stream_sum.chunker import ChunkerSettings
 from herald.examples.stream_sum.journals import create_journals
 from herald.examples.stream_sum.run import run_chunkers
 from herald.examples.stream_sum.verify import Verifier
+from herald.message import NDJSONFraming
 from herald.testing import BrokerProcess, wait_for_route, wait_until
 from herald.testing.etcd import EtcdProcess
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(1800)]
 
 LEASE = "3s"
 KILLS = ("broker", "driver", "etcd", "broker", "driver")
@@ -96,6 +99,20 @@ def _group_running(pgid: int) -> bool:
     return False
 
 
+def _evidence(client: BrokerClient, file_ids: set[str]) -> str:
+    """Every copy of the failing files' chunks, raw and read-committed, with offsets and UUIDs."""
+    out = []
+    for info in client.list("prefix=stream-sum/"):
+        for how, envs in (("raw", read_uncommitted(client, info.name, NDJSONFraming())),
+                          ("committed", read_committed(client, info.name))):
+            for env in envs:
+                doc = orjson.loads(env.value) if env.value.startswith(b"{") else {}
+                if doc.get("id") in file_ids:
+                    doc.pop("data", None)
+                    out.append(f"{how} {info.name}@{env.begin} uuid={env.uuid.hex() if env.uuid else None} {doc}")
+    return "\n".join(out)
+
+
 def _cluster(tmp_path: Path, etcd: EtcdProcess) -> list[BrokerProcess]:
     return [BrokerProcess(tmp_path / f"data-{z}", tmp_path / "store", "--etcd", etcd.url, "--etcd.prefix",
                           "/herald/test/stream-sum", "--zone", z, "--id", f"b{z}", "--etcd.lease", LEASE).start()
@@ -138,10 +155,13 @@ def test_kill_9_of_summer_broker_and_etcd_loses_and_repeats_no_sum(tmp_path):
             stop.set()
             chunkers.join(SUM_TIMEOUT_S + 120)
             assert not chunkers.is_alive(), "the chunkers did not finish"
-        figures = result[0]
-        print(f"figures: stream-sum crash test: files verified {figures.files_verified}, kills survived "
-              f"{survived} ({', '.join(KILLS)}), time-to-sum p50 {figures.p50_s:.2f}s p99 {figures.p99_s:.2f}s, "
-              f"violations {len(figures.violations)}")
+            figures = result[0]
+            print(f"figures: stream-sum crash test: files verified {figures.files_verified}, kills survived "
+                  f"{survived} ({', '.join(KILLS)}), time-to-sum p50 {figures.p50_s:.2f}s p99 {figures.p99_s:.2f}s, "
+                  f"violations {len(figures.violations)}")
+            if figures.violations:  # the evidence, before the temp dirs go
+                print("\n".join(figures.violations))
+                print(_evidence(client, {v.split(":")[0] for v in figures.violations}))
         assert figures.violations == (), (figures, lines[-20:], summers[-1].tail())
         assert figures.files_verified == figures.files_ended > 20
     finally:
