@@ -148,9 +148,28 @@ def start_summer(spark: Any, s: SummerSettings) -> Any:
 def run_summer(spark: Any, s: SummerSettings, report: Callable[[str], None] | None = print,
                stop: Callable[[], bool] | None = None) -> int:
     """Run until ``stop()`` says so (or Ctrl-C); reports a line per micro-batch
-    with input; returns how many batches ran. Raises the query's exception."""
+    with input; returns how many batches ran. A query stopped by a transient
+    broker error (a 503 while a journal has no primary, a broker unreachable) is
+    started again from its checkpoint, as Gazette's consumers retry; any other
+    failure is raised (undecodable input as one `HeraldError`)."""
     from pyspark.errors import StreamingQueryException
 
+    batches = restarts = 0
+    while True:
+        try:
+            return batches + _run_query(spark, s, report, stop)
+        except StreamingQueryException as exc:  # awaitTermination raises the query's failure
+            if not _TRANSIENT.search(str(exc)) or restarts >= MAX_RESTARTS:
+                raise _as_herald_error(exc) from None
+            restarts += 1
+            log.warning("summer: restarting the query (%d) after a transient broker error: %s", restarts,
+                        _TRANSIENT.search(str(exc)).group(0))  # type: ignore[union-attr]
+            if report is not None:
+                report(f"restarting the query after a transient broker error ({restarts}/{MAX_RESTARTS})")
+
+
+def _run_query(spark: Any, s: SummerSettings, report: Callable[[str], None] | None,
+               stop: Callable[[], bool] | None) -> int:
     query = start_summer(spark, s)
     seen, batches = -1, 0
     try:
@@ -164,16 +183,15 @@ def run_summer(spark: Any, s: SummerSettings, report: Callable[[str], None] | No
                 break
     except KeyboardInterrupt:
         log.warning("interrupted: stopping the summer")
-    except StreamingQueryException as exc:  # awaitTermination raises the query's failure
-        raise _as_herald_error(exc) from None
     finally:
         if query.isActive:
             query.stop()
-    if query.exception() is not None:
-        raise _as_herald_error(query.exception())
     return batches
 
 
+MAX_RESTARTS = 20
+_TRANSIENT = re.compile(r"HTTP 50[234] from broker|is unreachable|NO_JOURNAL_PRIMARY_BROKER|"
+                        r"NOT_JOURNAL_PRIMARY_BROKER|INSUFFICIENT_JOURNAL_BROKERS")
 _DECODE_ERROR = re.compile(r"MessageDecodeError: (offset \d+: journal \S+: [^\n]*)")
 
 
