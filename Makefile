@@ -35,6 +35,11 @@ system-deps:
 demo: install
 	$(BIN)/python -m herald.demo
 
+# Gazette's stream-sum soak test on the embedded broker (docs/examples/stream-sum.md).
+.PHONY: example-stream-sum
+example-stream-sum: install
+	$(BIN)/python -m herald.cli.main examples stream-sum run --chunkers 2 --files 4 --duration 20s
+
 # Gazette's word-count example on an embedded broker (docs/examples/word-count.md).
 .PHONY: example-word-count
 example-word-count: install
