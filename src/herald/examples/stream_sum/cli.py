@@ -36,7 +36,7 @@ FILES = typer.Option(4, "--files", help="Files each chunker keeps open (their ch
 DURATION = typer.Option("20s", "--duration", help="How long chunkers start new files, e.g. 20s, 5m.")
 RATE = typer.Option(20.0, "--rate", help="Chunks per second per chunker (0 = as fast as possible).")
 SUM_TIMEOUT = typer.Option("60s", "--sum-timeout", help="A sum later than this after its file's end is a violation.")
-SEED = typer.Option(None, "--seed", help="Seed for reproducible files.")
+SEED = typer.Option(None, "--seed", show_default=False, help="Seed for reproducible files [default: random].")
 
 
 @app.callback()
