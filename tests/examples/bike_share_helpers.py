@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections import defaultdict
@@ -19,6 +18,7 @@ from herald.client.committed import is_ack, read_committed
 from herald.examples.bike_share.job import CYCLES_SELECTOR, RIDES_SELECTOR
 from herald.examples.bike_share.rides import BadRowError, parse_ride
 from herald.testing import wait_until
+from herald.testing.processes import kill_group
 
 HERALD = [sys.executable, "-m", "herald.cli.main"]
 
@@ -93,27 +93,13 @@ class Driver:
     def kill(self) -> None:
         """kill -9 the group; return once none of it runs (the next driver must not
         meet this one's JVM)."""
-        if self.proc.poll() is None:
-            self.signal(signal.SIGKILL)
-        self.proc.wait(30)
-        wait_until(lambda: not group_running(self.proc.pid), f"process group {self.proc.pid} gone", 60)
+        kill_group(self.proc)
 
     def wait(self, deadline_s: float) -> int:
         return self.proc.wait(deadline_s)
 
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-
-def group_running(pgid: int) -> bool:
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
 
 
 def pending_batch(checkpoint: Path) -> int:

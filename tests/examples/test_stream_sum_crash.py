@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import queue
 import random
-import signal
 import subprocess
 import sys
 import threading
@@ -24,8 +23,9 @@ from herald.examples.stream_sum.journals import create_journals
 from herald.examples.stream_sum.run import run_chunkers
 from herald.examples.stream_sum.verify import Verifier
 from herald.message import NDJSONFraming
-from herald.testing import BrokerProcess, wait_for_route, wait_until
+from herald.testing import BrokerProcess, wait_for_route
 from herald.testing.etcd import EtcdProcess
+from herald.testing.processes import kill_group
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(1800)]
 
@@ -80,23 +80,7 @@ class Summer:
     def kill(self) -> None:
         """kill -9 the group; return once none of it runs (the next driver must not
         meet this one's JVM still holding the checkpoint)."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:  # the whole group is gone already
-            pass
-        self.proc.wait(30)
-        wait_until(lambda: not _group_running(self.proc.pid), f"process group {self.proc.pid} gone", 60)
-
-
-def _group_running(pgid: int) -> bool:
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
+        kill_group(self.proc)
 
 
 def _evidence(client: BrokerClient, file_ids: set[str]) -> str:

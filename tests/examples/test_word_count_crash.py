@@ -6,10 +6,8 @@ and every count update was published once (each bigram's totals only grow)."""
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import random
-import signal
 import subprocess
 import sys
 import threading
@@ -24,6 +22,7 @@ from herald.client import BrokerClient, is_ack, read_committed
 from herald.examples.word_count.documents import publish_documents, read_documents
 from herald.examples.word_count.journals import COUNTS_SELECTOR, DOCS_SELECTOR, ensure_journals
 from herald.testing import wait_until
+from herald.testing.processes import kill_group
 from tests.examples.word_count_helpers import QueryService, corpus_counter, corpus_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(900)]
@@ -72,20 +71,7 @@ class Driver:
     def kill(self) -> None:
         """kill -9 the group; return once none of it runs (the next driver must not
         meet this one's JVM still holding the checkpoint's state)."""
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(30)
-        wait_until(lambda: not _group_running(self.proc.pid), f"process group {self.proc.pid} gone", 60)
-
-
-def _group_running(pgid: int) -> bool:
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
+        kill_group(self.proc)
 
 
 def _published_totals(client: BrokerClient) -> dict[str, list[int]]:

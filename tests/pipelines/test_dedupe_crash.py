@@ -7,19 +7,17 @@ import logging
 import os
 import queue
 import random
-import signal
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import orjson
 import pytest
 
 from herald.pipelines.audit import audit, committed_keys
 from herald.pipelines.generate import GeneratorSettings, generate
-from herald.testing import wait_until
+from herald.testing.processes import kill_group
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(1200)]
 log = logging.getLogger(__name__)
@@ -69,24 +67,10 @@ class Driver:
     def kill(self) -> None:
         """kill -9 the whole group, and return once none of it runs: the next driver
         must not meet the JVM of this one still holding the checkpoint's state."""
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(30)
-        wait_until(lambda: not _group_running(self.proc.pid), f"process group {self.proc.pid} gone", 60)
+        kill_group(self.proc)
 
     def wait(self, deadline_s: float) -> int:
         return self.proc.wait(deadline_s)
-
-
-def _group_running(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` is still running (zombies, already dead, aside)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the process exited while we looked
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
 
 
 def _resend(client, rnd: random.Random, n: int) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import queue
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -31,6 +30,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from herald.testing.processes import kill_group
 
 __all__ = ["SparkApp", "SparkCluster", "spark_cluster", "spark_home"]
 
@@ -44,18 +45,6 @@ def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
-
-
-def _group_running(pgid: int) -> bool:
-    """Whether any process of group ``pgid`` still runs (zombies aside)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # it exited while we looked
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
 
 
 class _Process:
@@ -114,16 +103,7 @@ class _Process:
 
     def kill(self) -> None:
         """``kill -9`` of the whole group; returns once nothing of it runs."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(30)
-        end = time.monotonic() + 60
-        while _group_running(self.proc.pid):
-            if time.monotonic() > end:
-                raise AssertionError(f"process group {self.proc.pid} still runs after kill -9")
-            threading.Event().wait(0.05)
+        kill_group(self.proc)
         self._drainer.join(10)
         self._log.close()
 
