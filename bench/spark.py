@@ -53,7 +53,7 @@ def spark_session() -> Any:
     from pyspark.sql import SparkSession
 
     import herald.spark
-    from herald.pipelines.dedupe import ROCKSDB_PROVIDER
+    from herald.pipelines.streaming import ROCKSDB_PROVIDER
 
     spark = (SparkSession.builder.master("local[2]").appName("herald-bench")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
@@ -302,7 +302,8 @@ def _dedupe_backlog(spark: Any, url: str, journals: _Journals, events: int, coun
 def _dedupe_to_noop(spark: Any, settings: Any) -> None:
     """The dedupe query (`herald.pipelines.dedupe.dedupe_frame`, same state store)
     written to ``noop`` instead of the exactly-once sink."""
-    from herald.pipelines.dedupe import configure_state_store, dedupe_frame
+    from herald.pipelines.dedupe import dedupe_frame
+    from herald.pipelines.streaming import configure_state_store
 
     configure_state_store(spark)
     query = (dedupe_frame(spark, settings).writeStream.format("noop")

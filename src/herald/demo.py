@@ -18,8 +18,9 @@ from pathlib import Path
 from herald.cli.output import print_table
 from herald.client import BrokerClient
 from herald.pipelines.audit import audit
-from herald.pipelines.dedupe import DedupeSettings, run_dedupe, spark_session
+from herald.pipelines.dedupe import DedupeSettings, run_dedupe
 from herald.pipelines.generate import GeneratorSettings, generate
+from herald.pipelines.streaming import spark_session
 from herald.testing.broker import BrokerProcess, apply_specs, journal_spec
 
 PARTITIONS = 4

@@ -123,9 +123,9 @@ def dedupe_command(
         DedupeSettings,
         parse_window,
         run_dedupe,
-        spark_session,
     )
     from herald.pipelines.reporting import PipelineReporter
+    from herald.pipelines.streaming import spark_session
 
     trigger_s = trigger if trigger == "available-now" else str(parse_window(trigger, "trigger"))
     settings = DedupeSettings(

@@ -46,26 +46,23 @@ from herald.pipelines.dedupe_control import FORMAT as CONTROL_FORMAT
 from herald.pipelines.dedupe_control import Boost, ControlSource, read_boost, write_boost
 from herald.pipelines.dedupe_metrics import DedupeMonitor, DedupeSummary
 from herald.pipelines.reporting import PipelineReporter
+from herald.pipelines.streaming import prepare_queries, with_trigger
 from herald.protocol.errors import ValidationError
 from herald.protocol.journal import parse_duration
 
 __all__ = [
     "DedupeSettings",
-    "configure_state_store",
     "dedupe_frame",
     "parse_window",
     "run_dedupe",
-    "spark_session",
     "start_dedupe",
 ]
 
 log = logging.getLogger(__name__)
 
-ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 BAND_FRACTION = 0.1
 QUERY_NAME = "herald-dedupe"
 PROGRESS_POLL_S = 1.0
-DEFAULT_MASTER = "local[2]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,37 +133,6 @@ def parse_window(text: str, field: str = "window") -> float:
     return parse_duration(body, field)
 
 
-def spark_session(master: str = "", shuffle_partitions: int = 4) -> Any:
-    """A Spark session for the dedupe driver: workers run this interpreter (so
-    they import herald), RocksDB state, no UI. ``shuffle_partitions`` is the
-    number of state store partitions; it is fixed by the first run's checkpoint.
-    ``master`` empty: the one ``spark-submit --master`` gave, else ``local[2]``."""
-    import os
-    import sys
-
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    if not master and "PYSPARK_GATEWAY_PORT" not in os.environ:
-        master = DEFAULT_MASTER  # not under spark-submit (which hands us its JVM and --master)
-    builder = SparkSession.builder.master(master) if master else SparkSession.builder
-    spark = (builder.appName(QUERY_NAME)
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-             .getOrCreate())  # the state store is set by configure_state_store, at start
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-def configure_state_store(spark: Any) -> None:
-    """RocksDB state with changelog checkpointing (Segment's RocksDB + WAL):
-    each batch uploads only the changed keys; snapshots are made in the background."""
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
-    spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-
-
 def dedupe_frame(spark: Any, s: DedupeSettings) -> Any:
     """The streaming DataFrame of survivors: ``key``, ``value`` (the input JSON)."""
     from pyspark.sql import functions as F
@@ -203,20 +169,13 @@ def dedupe_frame(spark: Any, s: DedupeSettings) -> Any:
 
 def start_dedupe(spark: Any, s: DedupeSettings) -> Any:
     """Start the query (returns the StreamingQuery; the caller awaits it)."""
-    configure_state_store(spark)
-    # Python data sources are looked up in the JVM thread's *active* session, which
-    # a thread other than the one that built the session does not have.
-    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+    prepare_queries(spark)
     if not s.control_path.exists():
         write_boost(s.control_path, Boost())
     writer = (dedupe_frame(spark, s).writeStream.format("herald").queryName(QUERY_NAME)
               .option("broker", s.broker).option("selector", s.output).option("mapping", s.mapping)
               .option("checkpointLocation", str(Path(s.checkpoint) / "query")).outputMode("append"))
-    if s.trigger == "available-now":
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{float(s.trigger)} seconds")
-    return writer.start()
+    return with_trigger(writer, s.trigger).start()
 
 
 def run_dedupe(spark: Any, s: DedupeSettings, report: Callable[[str], None] | None = print,

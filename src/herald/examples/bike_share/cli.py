@@ -96,7 +96,8 @@ def run_command(
 ) -> None:
     """Find cycles (to the cycles journals) and keep ride history (PostgreSQL), exactly once."""
     from herald.examples.bike_share.job import BikeShareSettings, run_bike_share
-    from herald.pipelines.dedupe import parse_window, spark_session
+    from herald.pipelines.dedupe import parse_window
+    from herald.pipelines.streaming import spark_session
 
     trigger_s = trigger if trigger == "available-now" else str(parse_window(trigger, "trigger"))
     settings = BikeShareSettings(broker=config.resolve_broker_address(broker), checkpoint=checkpoint, dsn=dsn,

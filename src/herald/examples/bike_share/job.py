@@ -196,9 +196,9 @@ def parsed_rides(spark: Any, s: BikeShareSettings, name: str) -> Any:
 
 
 def _trigger(writer: Any, s: BikeShareSettings) -> Any:
-    if s.trigger == "available-now":
-        return writer.trigger(availableNow=True)
-    return writer.trigger(processingTime=f"{float(s.trigger)} seconds")
+    from herald.pipelines.streaming import with_trigger
+
+    return with_trigger(writer, s.trigger)
 
 
 def start_cycles(spark: Any, s: BikeShareSettings) -> Any:
@@ -232,11 +232,10 @@ def run_bike_share(spark: Any, s: BikeShareSettings, report: Callable[[str], Non
     """Run both queries until an available-now run is done (or one fails, or Ctrl-C).
     Raises the failure — `FencedError` when a newer driver took over the store."""
     import herald.spark
-    from herald.pipelines.dedupe import configure_state_store
+    from herald.pipelines.streaming import prepare_queries
 
     herald.spark.register(spark)
-    configure_state_store(spark)
-    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+    prepare_queries(spark)
     rides_writer = RidesWriter(s, report)
     starters = [lambda: start_rides(spark, s, rides_writer), lambda: start_cycles(spark, s)]
     queries = [start() for start in starters]

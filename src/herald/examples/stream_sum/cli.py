@@ -82,7 +82,7 @@ def run_command(chunkers: int = CHUNKERS, files: int = FILES, duration: str = DU
     """Chunkers and a summer together; exits 1 on any violation."""
     from herald.examples.stream_sum.journals import create_journals
     from herald.examples.stream_sum.run import run_with_summer
-    from herald.pipelines.dedupe import spark_session
+    from herald.pipelines.streaming import spark_session
     from herald.testing.broker import BrokerProcess
 
     settings = _chunker_settings(chunkers, files, duration, rate, seed)
@@ -119,7 +119,7 @@ def summer_command(checkpoint: str = typer.Option(..., "--checkpoint", help="Che
                    broker: str = BROKER, log_level: str = LOG_LEVEL) -> None:
     """The summer alone: runs until interrupted, a line per micro-batch."""
     from herald.examples.stream_sum.summer import SummerSettings, run_summer
-    from herald.pipelines.dedupe import spark_session
+    from herald.pipelines.streaming import spark_session
 
     settings = SummerSettings(broker=config.resolve_broker_address(broker), checkpoint=checkpoint,
                               trigger_s=_seconds(trigger, "trigger"), on_decode_error=on_decode_error)

@@ -135,10 +135,9 @@ def summer_frame(spark: Any, s: SummerSettings) -> Any:
 
 def start_summer(spark: Any, s: SummerSettings) -> Any:
     """Start the query on RocksDB state (returns the StreamingQuery)."""
-    from herald.pipelines.dedupe import configure_state_store
+    from herald.pipelines.streaming import prepare_queries
 
-    configure_state_store(spark)
-    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+    prepare_queries(spark)
     return (summer_frame(spark, s).writeStream.format("herald").queryName(QUERY_NAME)
             .option("broker", s.broker).option("selector", s.sums).option("mapping", "modulo")
             .option("checkpointLocation", str(Path(s.checkpoint) / "query")).outputMode("append")

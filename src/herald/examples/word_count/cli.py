@@ -95,7 +95,8 @@ def run_command(
 ) -> None:
     """Count bigrams (RocksDB state) and publish each changed count exactly once."""
     from herald.examples.word_count.job import WordCountSettings, run_word_count
-    from herald.pipelines.dedupe import parse_window, spark_session
+    from herald.pipelines.dedupe import parse_window
+    from herald.pipelines.streaming import spark_session
 
     trigger_s = trigger if trigger == "available-now" else str(parse_window(trigger, "trigger"))
     settings = WordCountSettings(broker=config.resolve_broker_address(broker), checkpoint=checkpoint,

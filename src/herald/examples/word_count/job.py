@@ -138,19 +138,14 @@ def count_frame(spark: Any, s: WordCountSettings) -> Any:
 def start_word_count(spark: Any, s: WordCountSettings) -> Any:
     """Start the query (returns the StreamingQuery; the caller awaits it)."""
     from herald.examples.word_count.output import publish_batch, sink_options
-    from herald.pipelines.dedupe import configure_state_store
+    from herald.pipelines.streaming import prepare_queries, with_trigger
 
-    configure_state_store(spark)
-    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+    prepare_queries(spark)
     opts = sink_options(s.broker, s.output, str(Path(s.checkpoint) / "sink"))
     writer = (count_frame(spark, s).writeStream.queryName(QUERY_NAME)
               .foreachBatch(lambda frame, batch_id: publish_batch(opts, frame, batch_id))
               .option("checkpointLocation", str(Path(s.checkpoint) / "query")).outputMode("update"))
-    if s.trigger == "available-now":
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{float(s.trigger)} seconds")
-    return writer.start()
+    return with_trigger(writer, s.trigger).start()
 
 
 def run_word_count(spark: Any, s: WordCountSettings, report: Callable[[str], None] | None = print,

@@ -1,0 +1,66 @@
+"""What every Herald streaming job shares: its Spark session, RocksDB state, and its trigger.
+
+The dedupe job and the three examples (stream-sum, word-count, bike-share) are
+Gazette consumers as Spark queries (DESIGN.md §4): each runs on the same kind of
+session (workers run this interpreter, no UI, few shuffle partitions), keeps its
+state in RocksDB with changelog checkpointing (Segment's RocksDB + WAL), and is
+started from a thread that must see the session as *active* for Python data
+sources to be found.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["DEFAULT_MASTER", "ROCKSDB_PROVIDER", "configure_state_store", "prepare_queries", "spark_session",
+           "with_trigger"]
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+DEFAULT_MASTER = "local[2]"
+
+
+def spark_session(master: str = "", shuffle_partitions: int = 4, app_name: str = "herald-dedupe") -> Any:
+    """A Spark session for a pipeline driver: workers run this interpreter (so
+    they import herald), no UI. ``shuffle_partitions`` is the number of state store
+    partitions; it is fixed by the first run's checkpoint. ``master`` empty: the one
+    ``spark-submit --master`` gave, else ``local[2]``."""
+    import os
+    import sys
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    if not master and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        master = DEFAULT_MASTER  # not under spark-submit (which hands us its JVM and --master)
+    builder = SparkSession.builder.master(master) if master else SparkSession.builder
+    spark = (builder.appName(app_name)
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+             .getOrCreate())  # the state store is set by configure_state_store, at start
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def configure_state_store(spark: Any) -> None:
+    """RocksDB state with changelog checkpointing (Segment's RocksDB + WAL):
+    each batch uploads only the changed keys; snapshots are made in the background."""
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+
+
+def prepare_queries(spark: Any) -> None:
+    """Before starting a job's queries: RocksDB state, and ``spark`` made the active
+    session of this thread (Python data sources are looked up in the JVM thread's
+    active session, which a thread other than the one that built it does not have)."""
+    configure_state_store(spark)
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+
+
+def with_trigger(writer: Any, trigger: str) -> Any:
+    """``writer`` triggered by a job's ``--trigger``: ``available-now`` (drain the
+    backlog, then stop) or seconds between micro-batches."""
+    if trigger == "available-now":
+        return writer.trigger(availableNow=True)
+    return writer.trigger(processingTime=f"{float(trigger)} seconds")
