@@ -95,3 +95,11 @@ def test_a_start_below_the_first_byte_held_is_data_loss_unless_allowed():
 def test_clip_pieces_keeps_only_the_range():
     pieces = [Piece("j", 0, 100), Piece("j", 100, 250), Piece("j", 250, 300)]
     assert clip_pieces(pieces, 120, 260) == [Piece("j", 120, 250), Piece("j", 250, 260)]
+
+
+def test_options_spark_itself_passes_are_accepted():
+    """Spark hands a stream writer its ``queryName`` and a reader its ``load(path)``
+    (lower-cased, as a named query's sink sees them)."""
+    opts = HeraldOptions.parse({**BROKER, "queryname": "herald-dedupe", "path": "x",
+                                "checkpointLocation": "/tmp/ck"}, streaming=True)
+    assert opts.state_location

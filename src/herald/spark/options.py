@@ -30,12 +30,13 @@ __all__ = ["KNOWN_OPTIONS", "HeraldOptions"]
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 
 #: Every option format ``herald`` takes (docs/spark.md describes each). ``path``
-#: is what Spark passes for ``load(path)``; Herald ignores it.
+#: (``load(path)``) and ``queryName`` (``writeStream.queryName``) are what Spark
+#: itself passes; Herald ignores them.
 KNOWN_OPTIONS = (
     "appendBytes", "authToken", "broker", "caFile", "certFile", "checkpointLocation", "committed",
     "endingOffsets", "failOnDataLoss", "fenceRegister", "includeAcks", "keyField", "keyFile", "mapping",
     "maxBytesPerTrigger", "maxPartitionBytes", "maxRowsPerTrigger", "minPartitions", "onDecodeError", "path",
-    "ringSize", "selector", "splitBytes", "startingOffsets", "stateLocation", "trustedCAFile", "uuidField",
+    "queryName", "ringSize", "selector", "splitBytes", "startingOffsets", "stateLocation", "trustedCAFile", "uuidField",
 )
 #: Kafka source/sink options a Kafka user may reach for, and Herald's equal.
 KAFKA_EQUIVALENTS = {
