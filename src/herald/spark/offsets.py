@@ -13,20 +13,50 @@ byte held (pruned), which the broker answers by jumping forward. With
 the lost range; with ``false`` it is a warning and the read goes on after the gap.
 Offset 0 is ``earliest`` and never data loss (a journal whose start was pruned is
 read from what remains, as a new Kafka consumer reads from the log start).
+
+Write heads (`selected_heads`) are asked for on every trigger, so a stream's driver
+meets cluster fail-overs: a journal without a primary for a few seconds is retried
+through, not a failed query.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from typing import TYPE_CHECKING
 
 from herald.client import BrokerClient
+from herald.client.retry import Backoff, is_transient
+from herald.message.framing import content_type_of
 from herald.protocol.errors import HeraldError, Status
 from herald.spark.reading import Piece
 
-__all__ = ["DataLossError", "check_data_loss", "clip_pieces", "held_range", "journal_range"]
+if TYPE_CHECKING:
+    from herald.spark.options import HeraldOptions
+
+__all__ = ["DataLossError", "check_data_loss", "clip_pieces", "held_range", "journal_range", "selected_heads"]
 
 log = logging.getLogger(__name__)
 EARLIEST, LATEST = -2, -1
+#: How long a driver retries write heads through transient broker errors (a
+#: fail-over's leases are seconds) before the query fails.
+HEADS_DEADLINE_S = 60.0
+
+
+def selected_heads(opts: HeraldOptions) -> tuple[dict[str, str], dict[str, int]]:
+    """Content type and write head of each journal ``opts.selector`` picks, retried
+    through transient broker errors for up to `HEADS_DEADLINE_S`."""
+    backoff, deadline = Backoff(), time.monotonic() + HEADS_DEADLINE_S
+    while True:
+        try:
+            with opts.client() as client:
+                types = {info.name: content_type_of(info.spec.labels) for info in client.list(opts.selector)}
+                return types, {journal: client.write_head(journal) for journal in types}
+        except Exception as err:  # noqa: BLE001 - only transient errors are retried; others raise
+            if not is_transient(err) or time.monotonic() > deadline:
+                raise
+            log.info("write heads: a transient broker error, retrying", extra={"error": str(err)})
+            backoff.wait()
 
 
 class DataLossError(HeraldError):

@@ -35,7 +35,7 @@ from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming, content_type_of
 from herald.spark.budget import row_budget_ends, sampler_of, share_bytes
 from herald.spark.keys import schema_with_key, with_keys
-from herald.spark.offsets import check_data_loss, clip_pieces, held_range, journal_range
+from herald.spark.offsets import check_data_loss, clip_pieces, held_range, journal_range, selected_heads
 from herald.spark.options import HeraldOptions
 from herald.spark.reading import (
     BlockScanner,
@@ -258,9 +258,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[str, int] | None = None  # availableNow: heads at start.
 
     def _heads(self) -> dict[str, int]:
-        with self.opts.client() as client:
-            self._content_types = _content_types(client, self.opts.selector)
-            return {j: client.write_head(j) for j in self._content_types}
+        self._content_types, heads = selected_heads(self.opts)
+        return heads
 
     def initialOffset(self) -> dict:
         """Driver, once per new query: ``startingOffsets``."""
