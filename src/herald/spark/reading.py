@@ -12,6 +12,7 @@ message boundary and decodes on its own.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -19,11 +20,13 @@ import numpy as np
 import pyarrow as pa
 
 from herald.client import BrokerClient, FragmentInfo, RetryReader, read_fragment, slice_chunks
+from herald.client.retry import Backoff
 from herald.message import Checkpoint, Envelope, Frame, Framing, FramingError, Replay, Sequencer
 from herald.message.columnar import Columns, scan_ndjson
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming
 from herald.message.sequencing import sequence_block
+from herald.protocol.errors import HeraldError, Status
 from herald.spark.rows import RowBuffer, columns_batch, select_rows
 
 __all__ = ["BlockScanner", "Piece", "committed_batches", "decode_fragment", "decode_range", "piece_chunks",
@@ -32,6 +35,9 @@ __all__ = ["BlockScanner", "Piece", "committed_batches", "decode_fragment", "dec
 log = logging.getLogger(__name__)
 SIGNATURE_TTL_S = 3600.0
 SCAN_BLOCK_BYTES = 8 << 20
+#: How long a planned range that a broker serves only in part is asked for again
+#: (a replica still filling a hole after a fail-over lists its store each minute).
+SHORT_READ_DEADLINE_S = 180.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +98,7 @@ def piece_chunks(client: BrokerClient | None, piece: Piece) -> Iterator[tuple[in
         yield from slice_chunks(read_fragment(piece.fragment), piece.fragment.fragment.begin, piece.begin, piece.end)
         return
     assert client is not None, "a piece read through the broker needs a client"
-    with RetryReader(client, piece.journal, piece.begin, block=False, end_offset=piece.end,
-                     offload=True) as reader:
-        yield from reader
+    yield from read_through(client, piece.journal, piece.begin, piece.end)
 
 
 class BlockScanner:
@@ -160,12 +164,34 @@ def scan_batches(chunks: Iterable[tuple[int, bytes]], journal: str, framing: NDJ
                     journal, scanner.buffered, scanner.buffered_at)
 
 
+def read_through(client: BrokerClient, journal: str, begin: int, end: int,
+                 deadline_s: float = SHORT_READ_DEADLINE_S) -> Iterator[tuple[int, bytes]]:
+    """Chunks of ``[begin, end)``, every byte of it: the range was planned below a
+    write head, so it is committed, and a broker that ends the read short (a replica
+    still filling a hole below its head after a fail-over answers 416) is asked
+    again from where it stopped, with back-off, for up to ``deadline_s``;
+    then an error fails the task. Never a silent gap: callers record ``end`` as read."""
+    offset, backoff = begin, Backoff(0.1, 5.0)
+    deadline = time.monotonic() + deadline_s
+    while offset < end:
+        with RetryReader(client, journal, offset, block=False, end_offset=end, offload=True) as reader:
+            yield from reader
+            offset = max(offset, reader.offset)
+        if offset >= end:
+            return
+        if time.monotonic() > deadline:
+            raise HeraldError(Status.OFFSET_NOT_YET_AVAILABLE,
+                              f"{journal}: committed bytes [{offset}, {end}) were not served within "
+                              f"{deadline_s:g}s; the task fails rather than skip them", "offset")
+        log.warning("journal=%s read ended at %d below the planned end %d; asking again", journal, offset, end)
+        backoff.wait()
+
+
 def scan_range(client: BrokerClient, journal: str, scanner: BlockScanner, begin: int, end: int) -> Iterator[Columns]:
     """`decode_range` in blocks: the messages that *begin* in ``[begin, end)``,
     reading a message that straddles ``end`` on to its end (``scanner.last_end``
     is then past it). Persisted content is read from stores."""
-    with RetryReader(client, journal, begin, block=False, end_offset=end, offload=True) as reader:
-        yield from scanner.scan(reader)
+    yield from scanner.scan(read_through(client, journal, begin, end))
     if not scanner.buffered:
         return
     with RetryReader(client, journal, end, block=False, offload=True) as rest:
@@ -193,14 +219,12 @@ def decode_range(client: BrokerClient, journal: str, framing: Framing, begin: in
     message is read to its end, so the next range starts after it (the caller
     keeps that resume offset). Persisted content is read from stores."""
     decoder = framing.decoder()
-    reader = RetryReader(client, journal, begin, block=False, end_offset=end, offload=True)
-    with reader:
-        for offset, chunk in reader:
-            for event in decoder.feed(chunk, offset):
-                if isinstance(event, FramingError):
-                    on_decode_error(errors, event)
-                else:
-                    yield event
+    for offset, chunk in read_through(client, journal, begin, end):
+        for event in decoder.feed(chunk, offset):
+            if isinstance(event, FramingError):
+                on_decode_error(errors, event)
+            else:
+                yield event
     if not decoder.buffered:
         return
     with RetryReader(client, journal, end, block=False, offload=True) as rest:
