@@ -90,6 +90,9 @@ def fold_group(key: tuple[str, ...], frames: Iterator[Any], state: Any) -> Itera
             log.warning("journal=%s offset=%d rejected a chunk: %s", journal, begin, chunk)
             continue
         digest = digest or RunningDigest.start(chunk.file_id)
+        if chunk.seq != digest.chunks:  # the sum will be wrong (the verifier says so): say where
+            log.error("journal=%s offset=%d chunk %d of %s follows %d folded chunks: one is missing or "
+                      "out of order", journal, begin, chunk.seq, chunk.file_id, digest.chunks)
         if chunk.data or not chunk.end:  # every data chunk counts; an end chunk usually has none
             digest = digest.fold(chunk.data)
         if chunk.end:
