@@ -17,6 +17,7 @@ from herald.broker.settings import (
 )
 from herald.cli.logs import configure
 from herald.cli.options import log_level_option
+from herald.durable import make_durable_dirs
 from herald.protocol.errors import ValidationError
 from herald.protocol.journal import format_duration, parse_duration
 
@@ -111,12 +112,14 @@ def serve_command(
 
 
 def _check_data_dir(data_dir: Path) -> None:
-    """Create ``--data-dir`` (and parents) or refuse it in one line naming the flag."""
+    """Create ``--data-dir`` (and parents) durably — each new level fsynced in its
+    parent, or a power cut loses the whole directory and every acknowledged byte in
+    it — or refuse it in one line naming the flag."""
     if data_dir.exists() and not data_dir.is_dir():
         raise ValidationError("--data-dir", f"{data_dir} is a file, not a directory; "
                                             "remove it or choose another --data-dir")
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_durable_dirs(data_dir)
     except OSError as err:
         raise ValidationError("--data-dir", f"cannot create {data_dir} ({err.strerror}); "
                                             "choose a writable --data-dir") from None
