@@ -37,7 +37,8 @@ __all__ = ["CASES", "UNITS", "case_name", "run", "size_name"]
 
 CASES = [(1 << 10, 1), (1 << 10, 32), (1 << 20, 1), (1 << 20, 32)]
 UNITS = {"appends_per_s": "appends/s", "mb_per_s": "MB/s", "p50_ms": "ms", "p99_ms": "ms",
-         "errors": "errors", "fdatasyncs_per_s": "fdatasyncs/s", "sync_rounds_per_s": "rounds/s"}
+         "errors": "errors", "fdatasyncs_per_s": "fdatasyncs/s", "sync_rounds_per_s": "rounds/s",
+         "rss_mib": "MiB", "syncfs_per_s": "syncfs/s", "fsyncs_per_s": "syncs/s"}
 STREAM_MAX_BYTES = 4 << 30
 
 
@@ -87,7 +88,7 @@ def _case(report: Report, config: Config, size: int, writers: int, broker, nats,
     xadd = redis_xadd("bench:append", body, 100_000 if size < 1 << 20 else 64)
     systems = {
         "herald": lambda: with_sync_rates(broker.url, lambda: run_wrk(
-            broker.url, ["/" + journal], body, writers, secs).metrics(size)),
+            broker.url, ["/" + journal], body, writers, secs).metrics(size), broker.proc.pid),
         "herald (raw-socket client)": lambda: run_closed_loop(broker.port, put, writers, secs).metrics(size),
         "jetstream": lambda: run_closed_loop(nats.port, publish, writers, secs).metrics(size),
         "redis": lambda: run_closed_loop(redis.port, xadd, writers, secs).metrics(size),

@@ -34,7 +34,7 @@ def run(config: Config) -> Report:
                 apply(broker.url, *(bench_spec(n) for n in names))
                 paths = ["/" + n for n in names]
                 samples = measure(config, lambda p=paths: with_sync_rates(broker.url, lambda: run_wrk(
-                    broker.url, p, body, WRITERS, secs).metrics(1 << 10)))
+                    broker.url, p, body, WRITERS, secs).metrics(1 << 10), broker.proc.pid))
                 report.add("herald", _journals(count), samples, UNITS)
             for size in PAYLOAD_SIZES:
                 journal = f"bench/scale-size-{size}"

@@ -234,6 +234,7 @@ def apply(url: str, *specs: dict) -> int:
 # -- broker counters ----------------------------------------------------------------------------
 
 SYNC_COUNTERS = {"fdatasyncs_per_s": "herald_broker_fdatasyncs_total",
+                 "syncfs_per_s": "herald_broker_syncfs_total",
                  "sync_rounds_per_s": "herald_broker_sync_rounds_total"}
 
 
@@ -247,10 +248,24 @@ def sync_counters(url: str) -> dict[str, float]:
     return values
 
 
-def with_sync_rates(url: str, run: Callable[[], dict[str, float]]) -> dict[str, float]:
+def with_sync_rates(url: str, run: Callable[[], dict[str, float]], pid: int | None = None) -> dict[str, float]:
     """``run()``'s metrics plus the broker's fdatasyncs and sync rounds per second
-    during it (issue 14: show how many syncs a load costs)."""
+    during it (issue 14: show how many syncs a load costs) and, given the broker's
+    ``pid``, its resident memory as the load ends (issue 14: at most 150 MB)."""
     before, started = sync_counters(url), time.monotonic()
     metrics = run()
+    rss = {"rss_mib": resident_mib(pid)} if pid is not None else {}
     elapsed, after = time.monotonic() - started, sync_counters(url)
-    return {**metrics, **{key: (after[key] - before[key]) / elapsed for key in SYNC_COUNTERS}}
+    rates = {key: (after[key] - before[key]) / elapsed for key in SYNC_COUNTERS}
+    # Every call that waits for the disk: fdatasyncs plus syncfs (one per large round).
+    rates["fsyncs_per_s"] = rates["fdatasyncs_per_s"] + rates["syncfs_per_s"]
+    return {**metrics, **rss, **rates}
+
+
+def resident_mib(pid: int) -> float:
+    """A process's resident set (VmRSS), in MiB."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return float(line.split()[1]) / 1024
+    return float("nan")

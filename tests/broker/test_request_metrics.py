@@ -1,5 +1,6 @@
-"""``herald_broker_requests_total`` counts every request by operation and status
-(aiohttp's middleware in `herald.broker.server`): appends, reads and refusals."""
+"""``herald_broker_requests_total`` counts every request by operation and status,
+whichever front end served it: plain appends take the httptools fast path
+(`herald.broker.front`), reads and refusals go through aiohttp's middleware."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def requests_total(url: str, op: str, status: str) -> float:
     return float(found.group(1)) if found else 0.0
 
 
-def test_appends_reads_and_refusals_are_counted_by_status(broker):
+def test_fast_path_appends_and_gateway_reads_are_both_counted(broker):
     apply_specs(broker.url, journal_spec("metrics/a"))
     appends, reads = requests_total(broker.url, "append", "OK"), requests_total(broker.url, "read", "OK")
     with httpx.Client(base_url=broker.url) as http:

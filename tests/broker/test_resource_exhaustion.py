@@ -101,8 +101,9 @@ def test_append_on_a_full_disk_answers_503_writes_nothing_and_restart_works(smal
             http.put(f"/{name}", content=b"before\n").raise_for_status()  # the spool's files exist
             ballast = _fill(small_disk)
             # Room for part of the next append only: its write comes up short, then fails.
+            # (1 MiB: past the zeros the first append grew the spool by, DATA_PAD_BYTES.)
             os.truncate(ballast, ballast.stat().st_size - (64 << 10))
-            _assert_exhausted(http.put(f"/{name}", content=b"x" * (256 << 10)), "out of disk space")
+            _assert_exhausted(http.put(f"/{name}", content=b"x" * (1 << 20)), "out of disk space")
             assert http.get(f"/{name}").content == b"before\n"
 
         broker.kill()
@@ -113,5 +114,23 @@ def test_append_on_a_full_disk_answers_503_writes_nothing_and_restart_works(smal
             after = http.put(f"/{name}", content=b"after\n")
             assert after.status_code == 204 and after.headers["X-Commit-Begin"] == str(len(b"before\n"))
             assert http.get(f"/{name}").content == b"before\nafter\n"
+    finally:
+        broker.kill()
+
+
+def test_an_append_that_fits_is_taken_though_its_zero_padding_does_not(small_disk, tmp_path):
+    """Small groups grow a spool in zeros ahead (herald.fragment.spool): on a nearly
+    full disk the zeros are dropped, never the append that fits."""
+    name = "exhaust/padding"
+    broker = BrokerProcess(small_disk / "data", tmp_path / "fragments").start()
+    try:
+        apply_specs(broker.url, journal_spec(name))
+        with broker.client() as http:
+            first = b"a" * (300 << 10)  # a large group: written without padding
+            http.put(f"/{name}", content=first).raise_for_status()
+            ballast = _fill(small_disk)
+            os.truncate(ballast, ballast.stat().st_size - (64 << 10))  # less room than the padding
+            assert http.put(f"/{name}", content=b"small\n").status_code == 204
+            assert http.get(f"/{name}").content == first + b"small\n"
     finally:
         broker.kill()

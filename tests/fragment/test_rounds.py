@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from pathlib import Path
+
+import pytest
 
 from herald.broker.sync_rounds import SyncRounds
 from herald.fragment.fdpool import DescriptorPool
-from herald.fragment.rounds import GroupWrite, write_round
-from herald.fragment.spool import Spool, recover_spools
+from herald.fragment.rounds import GroupWrite, uses_syncfs, write_round
+from herald.fragment.spool import DATA_PAD_BYTES, Spool, recover_spools
+from herald.fragment.syncfs import syncs_whole_file_system
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
 
@@ -54,3 +58,48 @@ def test_groups_that_arrive_during_a_round_form_the_next_one(tmp_path):
     assert rounds.groups == 8 and rounds.rounds == 2  # the first alone, then the seven that queued
     assert all(s.end == 2 for s in spools)
 
+
+
+def test_a_round_of_many_groups_on_a_local_file_system_is_one_syncfs(tmp_path):
+    """ext4/xfs/btrfs (where tests run): one syncfs covers the round; a file system
+    whose syncfs may not reach a disk (procfs here, FUSE or NFS elsewhere) keeps fdatasyncs."""
+    pool = DescriptorPool(budget_fds=64)
+    spools = [_spool(tmp_path / f"j{i}", pool) for i in range(3)]
+    writes = [GroupWrite(s, [b"x\n"], LabelSet(), 1.0) for s in spools]
+    if not syncs_whole_file_system(tmp_path):
+        pytest.skip("the test directory is not on ext4, xfs or btrfs")
+    assert uses_syncfs(writes) and not uses_syncfs(writes[:2])
+    assert not syncs_whole_file_system(Path("/proc"))
+    assert write_round(writes) == [[hashlib.sha1(b"x\n").hexdigest()]] * 3
+
+
+def test_a_failing_group_fails_alone_in_a_syncfs_round(tmp_path):
+    pool = DescriptorPool(budget_fds=64)
+    good = [_spool(tmp_path / f"good{i}", pool) for i in range(3)]
+    bad = _spool(tmp_path / "blocked" / "bad", pool)
+    (tmp_path / "blocked").write_text("a file where the spool's directory should be")
+    *ok, failed = write_round([*(GroupWrite(s, [b"kept\n"], LabelSet(), 1.0) for s in good),
+                               GroupWrite(bad, [b"refused\n"], LabelSet(), 1.0)])
+    assert ok == [[hashlib.sha1(b"kept\n").hexdigest()]] * 3 and all(s.end == 5 for s in good)
+    assert isinstance(failed, OSError) and bad.end == 0
+
+
+def test_small_groups_pad_the_spool_with_zeros_that_recovery_and_close_cut(tmp_path):
+    """The zeros past the committed end never reach a reader, a recovery or a store."""
+    pool = DescriptorPool(budget_fds=64)
+    spool = _spool(tmp_path / "j", pool)
+    write_round([GroupWrite(spool, [b"one\n"], LabelSet(), 1.0)])
+    write_round([GroupWrite(spool, [b"two\n"], LabelSet(), 1.0)])
+    assert spool.path.stat().st_size == 4096  # grown ahead in zeros, by one block at first
+    write_round([GroupWrite(spool, [bytes(5000)], LabelSet(), 1.0)])
+    assert spool.path.stat().st_size == 8192  # then by as much as it holds
+    write_round([GroupWrite(spool, [b"x" * 60_000] * 9, LabelSet(), 1.0)])
+    assert spool.path.stat().st_size == 5008 + 540_000  # a large group: not padded
+    write_round([GroupWrite(spool, [b"three\n"], LabelSet(), 1.0)])
+    assert spool.path.stat().st_size == 2 * DATA_PAD_BYTES + DATA_PAD_BYTES  # steps of DATA_PAD_BYTES at most
+    (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)  # as after kill -9
+    assert found.path.read_bytes() == b"one\ntwo\n" + bytes(5000) + b"x" * 540_000 + b"three\n"
+    spool = _spool(tmp_path / "k", pool)
+    write_round([GroupWrite(spool, [b"three\n"], LabelSet(), 1.0)])
+    spool.close()
+    assert spool.path.read_bytes() == b"three\n"

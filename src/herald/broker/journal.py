@@ -209,11 +209,7 @@ class Journal(ReplicaSide):
         cancelled after the request is queued, the append may still commit (as when a
         client disconnects after sending its whole body); it is never partial.
         """
-        if self._closing:
-            raise HeraldError(Status.NOT_JOURNAL_BROKER, "broker is shutting down")
-        if not self.is_primary:
-            raise HeraldError(Status.NOT_JOURNAL_PRIMARY_BROKER,
-                              f"this broker is not the primary of {self.spec.name}")
+        self._refuse_unless_serving()
         if (union or subtract) and not content:
             raise ValidationError("content", "register modification requires a non-empty append")
         if self.stores and not (health := self._first_store_health()).is_healthy:
@@ -223,6 +219,25 @@ class Journal(ReplicaSide):
         pending = Pending(content, check, union, subtract, asyncio.get_running_loop().create_future())
         self._enqueue(pending)
         return await asyncio.shield(pending.future)
+
+    def append_nowait(self, content: bytes) -> asyncio.Future[AppendCommit] | None:
+        """Queue a plain append (no registers) and return its future at once: the
+        append fast path's way in (`herald.broker.front`), with no task per request.
+        The future resolves as `append` returns [I-APPEND-3]. None when the first
+        store is unhealthy: the caller awaits `append`, which waits for it."""
+        self._refuse_unless_serving()
+        if self.stores and not self._first_store_health().is_healthy:
+            return None
+        pending = Pending(content, None, None, None, asyncio.get_running_loop().create_future())
+        self._enqueue(pending)
+        return pending.future
+
+    def _refuse_unless_serving(self) -> None:
+        if self._closing:
+            raise HeraldError(Status.NOT_JOURNAL_BROKER, "broker is shutting down")
+        if not self.is_primary:
+            raise HeraldError(Status.NOT_JOURNAL_PRIMARY_BROKER,
+                              f"this broker is not the primary of {self.spec.name}")
 
     def _first_store_health(self) -> StoreHealth:
         """The first store's health checker, looked up once per store rather than per

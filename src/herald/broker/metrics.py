@@ -35,6 +35,7 @@ class _Metrics:
     sync_rounds: Counter
     sync_round_seconds: LoopHistogram
     fdatasyncs: Counter
+    syncfs: Counter
     persisted_fragments: Counter
     persisted_bytes: Counter
     upload_seconds: Histogram
@@ -60,6 +61,7 @@ METRICS = _Metrics(
                                      "Write + fdatasync latency of one sync round (every group in it)",
                                      LATENCY_BUCKETS),
     fdatasyncs=Counter("herald_broker_fdatasyncs", "fdatasyncs issued by group commits (data + commit line)"),
+    syncfs=Counter("herald_broker_syncfs", "syncfs calls, each making a whole sync round durable at once"),
     persisted_fragments=Counter("herald_broker_persisted_fragments", "Fragments persisted", ["journal"]),
     persisted_bytes=Counter("herald_broker_persisted_bytes", "Journal bytes persisted to stores (uncompressed)",
                             ["journal"]),

@@ -9,11 +9,11 @@ same fragments under the same names.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 
-from herald.fragment.spool import write_and_sync
+from herald.broker.sync_rounds import commit_in_round
+from herald.fragment.rounds import GroupWrite
 from herald.protocol.errors import HeraldError, Status
 from herald.protocol.labels import LabelSet
 
@@ -41,8 +41,9 @@ class ReplicaSide:
             if fragment_begin != spool.begin:
                 self._roll()
             spool = self._spool
-            await asyncio.get_running_loop().run_in_executor(
-                None, write_and_sync, spool, [content], registers, time.time())
+            # In the broker-wide sync round, beside every other journal's group
+            # (herald.broker.sync_rounds): data and commit line durable before the answer.
+            await commit_in_round(GroupWrite(spool, [content], registers, time.time()))
             self.index.add_local(spool.fragment(), spool.path)
             self.wake_readers()
             return spool.fragment().sum

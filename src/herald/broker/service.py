@@ -28,6 +28,7 @@ from herald.auth import AuthKeys, Capability
 from herald.broker.authz import PeerTokens
 from herald.broker.backoff import RetryPacer
 from herald.broker.datadir import DataDirLock
+from herald.broker.front import FrontSite
 from herald.broker.journal import Journal
 from herald.broker.limits import runner_limits
 from herald.broker.ratelimit import AppendRates
@@ -273,7 +274,10 @@ class Broker:
         else:
             self.keyspace.on_change(lambda _rev: self._signal_keyspace_change())
         await self.sync_journals()
-        await web.SockSite(self._runner, sock, ssl_context=server_tls).start()
+        # Plain TCP: plain appends take the fast path, the rest goes to aiohttp (front.py).
+        site = (web.SockSite(self._runner, sock, ssl_context=server_tls) if server_tls
+                else FrontSite(self._runner, sock, self))
+        await site.start()
         # Serve first, then upload what the last run left in spools: thousands of
         # uploads racing the opening of thousands of journals made a restart slow
         # (issue 19 §1). Until uploaded, those bytes are read from the local spools.

@@ -22,7 +22,7 @@ import time
 import weakref
 
 from herald.broker.metrics import METRICS
-from herald.fragment.rounds import GroupWrite, write_round
+from herald.fragment.rounds import GroupWrite, uses_syncfs, write_round
 from herald.protocol.errors import HeraldError
 
 __all__ = ["SyncRounds", "commit_in_round"]
@@ -58,8 +58,12 @@ class SyncRounds:
         self.rounds += 1
         self.groups += len(batch)
         METRICS.sync_rounds.inc()
-        METRICS.fdatasyncs.inc(2 * len(batch))
-        job = self._loop.run_in_executor(None, write_round, [write for write, _ in batch])
+        writes = [write for write, _ in batch]
+        if uses_syncfs(writes):
+            METRICS.syncfs.inc()
+        else:
+            METRICS.fdatasyncs.inc(2 * len(batch))
+        job = self._loop.run_in_executor(None, write_round, writes)
         started = time.perf_counter()
         job.add_done_callback(lambda finished: self._end_round(batch, finished, started))
 

@@ -23,19 +23,23 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from herald.fragment.syncfs import syncfs, syncs_whole_file_system
 from herald.protocol.errors import HeraldError
 from herald.protocol.labels import LabelSet
 
 if TYPE_CHECKING:
     from herald.fragment.spool import Spool
 
-__all__ = ["GroupWrite", "pwrite_all", "write_round"]
+__all__ = ["GroupWrite", "pwrite_all", "uses_syncfs", "write_round"]
 
 IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 # Where a group's two fdatasyncs (data, commit line) run, concurrently with each other
 # and with the other groups of a sync round (`herald.fragment.rounds`): two per
 # journal in a round; a bigger round queues here.
 _SYNCS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="herald-fdatasync")
+#: From this many groups in a round, one syncfs replaces their fdatasyncs (where the
+#: file system allows: `herald.fragment.syncfs`).
+SYNCFS_MIN_GROUPS = 3
 
 
 def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | HeraldError]:
@@ -44,11 +48,37 @@ def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | Hera
     with contextlib.ExitStack() as pins:
         for write in writes:
             write.step(functools.partial(pins.enter_context, write.spool.holding_descriptors()))
-        for write in writes:
-            write.step(write.write_data)
-        for write in writes:
-            write.step(functools.partial(write.write_record, sync_here=write is writes[-1]))
+        if uses_syncfs(writes):
+            _write_then_syncfs(writes)
+        else:
+            for write in writes:
+                write.step(write.write_data)
+            for write in writes:
+                write.step(functools.partial(write.write_record, sync_here=write is writes[-1]))
         return [_outcome(write) for write in writes]
+
+
+def uses_syncfs(writes: Sequence[GroupWrite]) -> bool:
+    """Whether `write_round` makes ``writes`` durable with one syncfs (not fdatasyncs)."""
+    return len(writes) >= SYNCFS_MIN_GROUPS and syncs_whole_file_system(writes[0].spool.directory.parent)
+
+
+def _write_then_syncfs(writes: Sequence[GroupWrite]) -> None:
+    """Every group's data and commit line, then one ``syncfs`` for all of them
+    (`herald.fragment.syncfs`): one call instead of two fdatasyncs per journal. A
+    failed syncfs fails every group of the round: any of them may be the one whose
+    write-back failed."""
+    for write in writes:
+        write.step(functools.partial(write.write_data, sync=False))
+    for write in writes:
+        write.step(functools.partial(write.write_record, sync_here=False, sync_later=False))
+    written = [write for write in writes if write.error is None]
+    if written:
+        try:
+            syncfs(written[0].spool._fd)
+        except OSError as err:
+            for write in written:
+                write.error = err
 
 
 def _outcome(write: GroupWrite) -> list[str] | OSError | HeraldError:
@@ -89,21 +119,23 @@ class GroupWrite:
             except (OSError, HeraldError) as err:  # re-raised by finish, once the syncs under way are done
                 self.error = err
 
-    def write_data(self) -> None:
+    def write_data(self, sync: bool = True) -> None:
+        """``sync``: start the data's fdatasync in the pool (else the round syncs)."""
         spool = self.spool
-        pwrite_all(spool._fd, self.contents, spool.content_length + spool._delta)
-        spool._delta += sum(map(len, self.contents))
-        self._syncs.append(_SYNCS.submit(os.fdatasync, spool._fd))
+        spool.write_group(self.contents)
+        if sync:
+            self._syncs.append(_SYNCS.submit(os.fdatasync, spool._fd))
 
-    def write_record(self, sync_here: bool = True) -> None:
+    def write_record(self, sync_here: bool = True, sync_later: bool = True) -> None:
         """``sync_here``: fdatasync the line in this thread (a round's last group),
-        else start it in the pool. A hand-off costs some 50-80 us of CPU on this
-        machine (thread wake-ups), so a round's last sync is not handed off."""
+        else start it in the pool (``sync_later``), or leave it to the round. A
+        hand-off costs some 50-80 us of CPU on this machine (thread wake-ups), so a
+        round's last sync is not handed off."""
         spool = self.spool
         self._sums = spool._hash(self.contents)
         self._line, self._first, self._fragment_sum = spool._record_line(self.registers, self.now_unix)
         spool._put_record(self._line, sync=sync_here)
-        if not sync_here:
+        if not sync_here and sync_later:
             self._syncs.append(_SYNCS.submit(os.fdatasync, spool._commits_fd))
 
     def finish(self) -> list[str]:

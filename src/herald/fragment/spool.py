@@ -21,10 +21,12 @@ broker serves many more journals than its descriptor limit.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import os
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +47,15 @@ COMMITS_SUFFIX = ".commits"
 # journals, issue 19 §1), while a busy one soon grows a megabyte at a time.
 COMMITS_FIRST_PREALLOC_BYTES = 4 << 10
 COMMITS_PREALLOC_BYTES = 1 << 20
+# A spool file is zero-filled this far past its end by small groups (see
+# `Spool.with_zero_padding`); a group this large or larger is written as it is.
+DATA_PAD_BYTES = 256 << 10
+_ZEROS = memoryview(bytes(DATA_PAD_BYTES))
+_PAD_FIRST_BYTES = 4 << 10
+# From this many bytes in a group, its body SHA1s are computed beside the fragment's
+# running SHA1, on `_HASHING` (a thread per core is all that can help).
+PARALLEL_HASH_BYTES = 128 << 10
+_HASHING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="herald-sha1")
 EMPTY_SHA1 = hashlib.sha1().hexdigest()
 
 
@@ -88,6 +99,7 @@ class Spool:
         self._commits_fd = -1
         self._commits_pos = 0
         self._commits_allocated = 0
+        self._data_allocated = 0  # bytes of the spool file written (data or zero padding)
         if len(registers):
             # Registers outlive the fragment that last changed them: record them in the
             # new spool at once, so a crash before its first append still recovers them.
@@ -159,6 +171,46 @@ class Spool:
         self._sha1.update(content)
         self._delta += len(content)
 
+    def write_group(self, contents: Sequence[bytes]) -> None:
+        """Write a group's bodies after the pending bytes, in one ``pwritev`` with
+        the zero padding of `with_zero_padding` (descriptors held by the caller;
+        blocking). Padding that does not fit on a nearly full disk is dropped, not
+        the append: only the bodies must fit."""
+        at = self.content_length + self._delta
+        buffers = self.with_zero_padding(contents, at)
+        try:
+            pwrite_all(self._fd, buffers, at)
+        except OSError as err:
+            if buffers is contents or err.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            self._data_allocated = at
+            pwrite_all(self._fd, contents, at)
+        self._delta += sum(map(len, contents))
+
+    def with_zero_padding(self, contents: Sequence[bytes], at: int) -> Sequence[bytes]:
+        """``contents`` (to be written at file offset ``at``), plus zeros ahead of
+        them when they would grow the file (see below for how far).
+
+        An fdatasync that must also journal a new file size costs several times one
+        that only flushes data (measured here: p50 1.5-5 ms vs 0.4-0.7 ms), so small
+        groups grow the file ahead in zeros and the next ones overwrite them. The
+        zeros are past the committed end, which readers never pass and recovery
+        truncates [I-FRAG-2]; `close` truncates them before the spool is persisted."""
+        end = at + sum(map(len, contents))
+        if end <= self._data_allocated:
+            return contents
+        if end - at >= DATA_PAD_BYTES // 4:  # big groups: padding would add writes, not save syncs
+            self._data_allocated = end
+            return contents
+        # Ahead to the next power of two of its size (4 KiB at first, steps of at most
+        # DATA_PAD_BYTES): a journal appended to once costs one block, as before (10,000
+        # journals must not write 10,000 x 256 KiB of zeros); a busy one grows in
+        # steps, so few of its syncs journal a size change.
+        step = min(DATA_PAD_BYTES, max(_PAD_FIRST_BYTES, 1 << (end - 1).bit_length()))
+        target = (end // step + 1) * step
+        self._data_allocated = target
+        return [*contents, _ZEROS[:target - end]]
+
     def rollback(self, sha1_state) -> None:
         """Forget pending bytes (a failed append) [I-APPEND-2]; ``sha1_state`` from ``mark``."""
         self._delta = 0
@@ -193,11 +245,16 @@ class Spool:
     def _hash(self, contents: Sequence[bytes]) -> list[str]:
         """Each body's SHA1 (the append's ``X-Commit-SHA1-Sum``) and the fragment's
         running SHA1 (its name and the commit record's ``sum``)."""
-        sums = []
+        if sum(map(len, contents)) >= PARALLEL_HASH_BYTES:
+            # Two passes over every byte: side by side (hashlib drops the GIL), a
+            # 1 MiB append costs one SHA1 pass of wall time, not two.
+            bodies = _HASHING.submit(_body_sums, contents)
+            for content in contents:
+                self._sha1.update(content)
+            return bodies.result()
         for content in contents:
             self._sha1.update(content)
-            sums.append(hashlib.sha1(content).hexdigest())
-        return sums
+        return _body_sums(contents)
 
     def _record_line(self, registers: LabelSet, now_unix: float) -> tuple[bytes, float | None, str]:
         """The commit line of the pending bytes, the first-append time it sets, and
@@ -216,7 +273,9 @@ class Spool:
         if self._commits_pos + len(line) > self._commits_allocated:
             step = min(max(self._commits_allocated, COMMITS_FIRST_PREALLOC_BYTES), COMMITS_PREALLOC_BYTES)
             grow = max(step, len(line))
-            os.posix_fallocate(self._commits_fd, self._commits_allocated, grow)
+            # Zeros written, not fallocate'd: an unwritten extent turns written at the
+            # line's fdatasync, which journals metadata like a size change would.
+            pwrite_all(self._commits_fd, [bytes(grow)], self._commits_allocated)
             self._commits_allocated += grow
             os.fsync(self._commits_fd)
         pwrite_all(self._commits_fd, [line], self._commits_pos)
@@ -260,15 +319,24 @@ class Spool:
 
     def close(self) -> None:
         """Release the spool's descriptors for good (it is rolled or its journal
-        closed); idempotent."""
+        closed); idempotent. Cuts the zero padding past the committed end, so the
+        file holds exactly the fragment's bytes when it is persisted."""
         self._pool.forget(self)
         self.close_descriptors()
+        if self._data_allocated > self.content_length and self._created:
+            with contextlib.suppress(FileNotFoundError):
+                os.truncate(self.path, self.content_length)
+            self._data_allocated = self.content_length
 
     def remove_files(self) -> None:
         """Delete both files once the fragment is safely in a store."""
         self.close()
         for path in (self.path, self.commits_path):
             path.unlink(missing_ok=True)
+
+
+def _body_sums(contents: Sequence[bytes]) -> list[str]:
+    return [hashlib.sha1(content).hexdigest() for content in contents]
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,12 +394,10 @@ def _last_commit(path: Path, commits_path: Path, begin: int) -> tuple[int, Label
 
 def write_and_sync_data(spool: Spool, contents: list[bytes]) -> list[str]:
     """Write a group's bodies and fdatasync them, uncommitted (blocking: run it in an executor)."""
-    sums = []
     with spool.holding_descriptors():
-        for content in contents:
-            spool.write(content)
-            sums.append(hashlib.sha1(content).hexdigest())
-        spool.sync_data()
+        spool.write_group(contents)
+        sums = spool._hash(contents)
+        os.fdatasync(spool._fd)
     return sums
 
 
