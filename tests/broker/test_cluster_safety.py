@@ -18,7 +18,10 @@ import pytest
 
 from herald import testing
 from herald.testing import apply_specs, journal_spec
-from tests.broker.test_cluster import cluster, listed_route, member_key, wait_for_route  # noqa: F401
+from tests.broker import test_cluster
+from tests.broker.test_cluster import listed_route, member_key, wait_for_route
+
+cluster = test_cluster.cluster  # three brokers in zones a/b/c over one etcd prefix
 
 pytestmark = pytest.mark.slow
 
@@ -79,7 +82,7 @@ def test_a_peerset_short_of_replication_refuses_appends(cluster):
     assert resp.status_code == 503, "acknowledged with 2 of 3 replicas"
     assert resp.json()["status"] == "INSUFFICIENT_JOURNAL_BROKERS"
     # The aiohttp gateway (register headers) and the JSON append refuse alike.
-    resp = httpx.put(f"{primary.url}/{journal}", content=b"x\n", headers={"X-Union-Registers": "a=b"})
+    resp = httpx.put(f"{primary.url}/{journal}", content=b"x\n", headers={"X-Union-Registers": "kind=test"})
     assert resp.status_code == 503 and resp.json()["status"] == "INSUFFICIENT_JOURNAL_BROKERS", resp.text
     assert _write_head(primary.url, journal) == head  # nothing was written
     replica.start()  # back with its data dir: the peerset is whole again
@@ -101,7 +104,8 @@ def test_a_listing_past_the_spool_moves_the_primary_before_it_appends(cluster, t
                               replication=2))
     members = [member_key(m) for m in wait_for_route(urls[0], journal, 2)["members"]]
     primary, replica = cluster[members[0]], cluster[members[1]]
-    assert httpx.put(f"{primary.url}/{journal}", content=b"local\n", timeout=30).status_code == 204
+    resp = httpx.put(f"{primary.url}/{journal}", content=b"local\n", timeout=30)
+    assert resp.status_code == 204, resp.text
     # Persisted content the spool never held (a restored backup, an earlier life of
     # the journal): the store now says the journal runs to 1000.
     restored = b"r" * 999 + b"\n"
