@@ -69,17 +69,23 @@ def require_full_peerset(journal: Journal) -> None:
                           f"{want}); appends wait until the allocator assigns more brokers", "journal")
 
 
-def catch_up_to_index(journal: Journal) -> None:
+def catch_up_to_index(journal: Journal, syncing: bool = False) -> bool:
     """Roll the primary's spool forward to the index's end if the index is ahead
-    (INDEX_HAS_GREATER_OFFSET). Called by the append task, holding the spool lock;
-    the pipeline is marked unsynced so every peer rolls forward too before the
-    next group is replicated."""
+    (INDEX_HAS_GREATER_OFFSET); whether it did. Called holding the spool lock: by
+    the append task before each group, and by `Pipeline.sync` (``syncing``) after
+    its peers answered. While a pipeline is unsynced only the sync catches up: a
+    live peer ahead of us must win first, since rolling forward to it adopts its
+    registers, which the listing cannot tell. A roll marks the pipeline unsynced,
+    so every peer rolls forward too before the next group is replicated."""
+    if journal.pipeline is not None and not journal.pipeline.synced and not syncing:
+        return False
     index_end = journal.index.end_offset
     _, end, registers = journal.spool_position()
     if index_end <= end:
-        return
+        return False
     log.warning("journal=%s: persisted fragments end at %d, past the spool's %d; rolling forward "
                 "before appending (INDEX_HAS_GREATER_OFFSET)", journal.spec.name, index_end, end)
     journal.roll_forward(index_end, registers)
     if journal.pipeline is not None:
         journal.pipeline.synced = False
+    return True
