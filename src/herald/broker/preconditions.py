@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PEERSET_WAIT_S = 2.0  # how long an append waits for a short peerset to fill
+PEERSET_WAIT_S = 5.0  # how long an append waits for a short peerset to fill (as service.ROUTE_WAIT_S)
 PEERSET_POLL_S = 0.05
 
 
