@@ -229,7 +229,7 @@ class Journal(ReplicaSide):
         store is unhealthy or the peerset short of ``replication``: the caller
         awaits `append`, which waits for them (boundedly)."""
         self._refuse_unless_serving()
-        if self.stores and not self._first_store_health().is_healthy or peerset_is_short(self):
+        if (self.stores and not self._first_store_health().is_healthy) or peerset_is_short(self):
             return None
         pending = Pending(content, None, None, None, asyncio.get_running_loop().create_future())
         self._enqueue(pending)

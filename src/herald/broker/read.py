@@ -57,7 +57,7 @@ async def stream(journal: Journal, offset: int, block: bool, end_offset: int,
 
     Without ``block`` the stream ends at the write head. With it, it waits for more
     until the broker stops; in a hole below the write head (a replica that rolled
-forward) the stores are listed first. Offsets jump forward over pruned ranges — but only
+    forward) the stores are listed first. Offsets jump forward over pruned ranges — but only
     before the first chunk: a jump after bytes were sent ends the stream, so the
     reader reopens and sees the jump in the response's headers.
     """
