@@ -83,8 +83,8 @@ def read_all(url: str) -> tuple[bytes, str]:
 @pytest.mark.slow
 def test_cluster_without_auth_keys_replicates_with_its_peer_secret(open_cluster, etcd):
     for proc in open_cluster:
-        assert httpx.put(f"{proc.url}/{JOURNAL}", content=f"via {proc.url}\n".encode(),
-                         timeout=30).status_code == 204
+        resp = httpx.put(f"{proc.url}/{JOURNAL}", content=f"via {proc.url}\n".encode(), timeout=30)
+        assert resp.status_code == 204, resp.text
     contents = {read_all(proc.url)[0] for proc in open_cluster}
     assert len(contents) == 1 and contents.pop().count(b"via ") == 2
     key = base64.b64encode(b"/herald/test/open-cluster/peer-secret").decode()

@@ -48,6 +48,9 @@ DRAIN_TIMEOUT_S = 10  # within server.STOP_DEADLINE_S, after the HTTP runner's 5
 FAILING_STORE_GRACE_S = 1.0
 HOLE_RETRY_S = 1.0  # listing again while a peer is still persisting a range we lack
 REFRESH_JITTER = 0.25  # each listing is due after refresh_interval × (1 ± this)
+# A read below the write head that the index cannot place lists the stores at once,
+# but at most this often per journal: readers hammering a hole share listings.
+READ_MISS_LISTING_S = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,8 @@ class FragmentKeeper:
         self._refresh_timer: asyncio.TimerHandle | None = None
         self._refresh_running = False
         self._refresh_again = False
+        self._listing_now: asyncio.Future[None] | None = None  # a read miss's listing, shared
+        self._listed_now_at = float("-inf")  # when the last one finished (loop time)
         # Set by a failed upload, cleared by a good one; made with the persister.
         self.store_failing: asyncio.Event | None = None
 
@@ -168,6 +173,28 @@ class FragmentKeeper:
             self._refresh_again = True
         else:
             self._schedule_refresh(0)
+
+    async def refresh_now(self) -> None:
+        """List the stores into the index and return when done: for a read that found
+        a hole below the write head (a replica that rolled forward learns of the
+        primary's fragments here, not a ``refresh_interval`` later). Single-flight
+        per journal — concurrent callers await one listing — and at most one every
+        READ_MISS_LISTING_S; a failed listing is logged and leaves the index as it was."""
+        loop = asyncio.get_running_loop()
+        if self._listing_now is None:
+            if loop.time() - self._listed_now_at < READ_MISS_LISTING_S:
+                return
+            self._listing_now = loop.create_task(self._list_now(), name=f"list-now:{self.journal.spec.name}")
+        await asyncio.shield(self._listing_now)
+
+    async def _list_now(self) -> None:
+        try:
+            self.journal.index.replace_remote(await self.list_stores())
+            self.journal.wake_readers()
+        except OSError as err:
+            log.warning("store listing failed: %s", err, extra={"journal": self.journal.spec.name})
+        finally:
+            self._listing_now, self._listed_now_at = None, asyncio.get_running_loop().time()
 
     def stop_refreshing(self) -> None:
         """No further listings (the journal is closing); one running is stopped with

@@ -39,6 +39,7 @@ from herald.broker.group import (
     fail_group,
 )
 from herald.broker.metrics import METRICS
+from herald.broker.preconditions import await_full_peerset, catch_up_to_index, peerset_is_short, require_full_peerset
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
 from herald.broker.sync_rounds import commit_in_round
@@ -212,6 +213,7 @@ class Journal(ReplicaSide):
         self._refuse_unless_serving()
         if (union or subtract) and not content:
             raise ValidationError("content", "register modification requires a non-empty append")
+        await await_full_peerset(self)  # else INSUFFICIENT_JOURNAL_BROKERS
         if self.stores and not (health := self._first_store_health()).is_healthy:
             # Spools must reach the first store; while it is down, refuse new bytes
             # after a bounded wait (FRAGMENT_STORE_UNHEALTHY, gazette-facts §4.6).
@@ -224,9 +226,10 @@ class Journal(ReplicaSide):
         """Queue a plain append (no registers) and return its future at once: the
         append fast path's way in (`herald.broker.front`), with no task per request.
         The future resolves as `append` returns [I-APPEND-3]. None when the first
-        store is unhealthy: the caller awaits `append`, which waits for it."""
+        store is unhealthy or the peerset short of ``replication``: the caller
+        awaits `append`, which waits for them (boundedly)."""
         self._refuse_unless_serving()
-        if self.stores and not self._first_store_health().is_healthy:
+        if (self.stores and not self._first_store_health().is_healthy) or peerset_is_short(self):
             return None
         pending = Pending(content, None, None, None, asyncio.get_running_loop().create_future())
         self._enqueue(pending)
@@ -285,6 +288,8 @@ class Journal(ReplicaSide):
             return
         try:
             self._maybe_roll(time.time())
+            require_full_peerset(self)  # the route may have shrunk while the group waited
+            catch_up_to_index(self)  # never append under persisted bytes (INDEX_HAS_GREATER_OFFSET)
         except (OSError, HeraldError) as err:  # no descriptors or disk for the next spool
             fail_group(group, as_herald_error(err))
             return

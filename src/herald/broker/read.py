@@ -18,6 +18,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 
 from herald.broker.journal import Journal
+from herald.broker.read_holes import HOLE_RETRY_S, locate_or_list
 from herald.fragment.codecs import decompressing_reader
 from herald.fragment.fdpool import retry_out_of_descriptors
 from herald.fragment.index import Located
@@ -55,17 +56,20 @@ async def stream(journal: Journal, offset: int, block: bool, end_offset: int,
     """Yield ``(offset, chunk)`` from ``offset`` until ``end_offset`` (0 = unbounded).
 
     Without ``block`` the stream ends at the write head. With it, it waits for more
-    until the broker stops. Offsets jump forward over pruned ranges — but only
+    until the broker stops; in a hole below the write head (a replica that rolled
+    forward) the stores are listed first. Offsets jump forward over pruned ranges — but only
     before the first chunk: a jump after bytes were sent ends the stream, so the
     reader reopens and sees the jump in the response's headers.
     """
     sent = False
     while not end_offset or offset < end_offset:
-        located = journal.locate(offset)
+        located = await locate_or_list(journal, offset)
         if located is None:
             if not block or stopping.is_set():
-                return
-            await _wait_for_commit_or_stop(journal, stopping)
+                return  # the reader reopens here: at a hole, the gateway proxies or answers 503
+            # In a hole below the head, list again now and then: what fills it is a
+            # peer's upload, which no commit here announces.
+            await _wait_for_commit_or_stop(journal, stopping, HOLE_RETRY_S if offset < journal.write_head else None)
             continue
         if sent and located.offset != offset:
             return
@@ -76,11 +80,12 @@ async def stream(journal: Journal, offset: int, block: bool, end_offset: int,
             offset += len(chunk)
 
 
-async def _wait_for_commit_or_stop(journal: Journal, stopping: asyncio.Event) -> None:
+async def _wait_for_commit_or_stop(journal: Journal, stopping: asyncio.Event,
+                                   timeout_s: float | None = None) -> None:
     commit = asyncio.ensure_future(journal.wait_for_commit())
     stop = asyncio.ensure_future(stopping.wait())
     try:
-        await asyncio.wait({commit, stop}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({commit, stop}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
     finally:
         commit.cancel()
         stop.cancel()

@@ -28,6 +28,7 @@ from herald.broker.authz import authorize_journal
 from herald.broker.backoff import RetryPacer
 from herald.broker.endpoints import Endpoint, Param, add_endpoints
 from herald.broker.metrics import METRICS
+from herald.broker.preconditions import catch_up_to_index
 from herald.protocol.errors import HeraldError, Status, ValidationError, with_field_prefix
 from herald.protocol.labels import LabelSet
 
@@ -76,10 +77,15 @@ class Pipeline:
     async def _sync(self, journal) -> None:
         answers = await self._scatter_sync(journal)
         furthest = max(answers, key=lambda a: a[1])
-        if furthest[1] > journal.write_head:
+        rolled_forward = furthest[1] > journal.write_head
+        if rolled_forward:
             journal.roll_forward(furthest[1], furthest[2])
             answers = await self._scatter_sync(journal)
-        elif any(a[:2] != journal.spool_position()[:2] for a in answers):
+        # Then to persisted bytes past every live replica (after them: a peer ahead
+        # wins first, with its registers). INDEX_HAS_GREATER_OFFSET, herald.broker.preconditions.
+        if catch_up_to_index(journal, syncing=True):
+            answers = await self._scatter_sync(journal)
+        elif not rolled_forward and any(a[:2] != journal.spool_position()[:2] for a in answers):
             # A peer lacks bytes only our spool holds (it restarted, or just joined), or
             # cut its fragment elsewhere: roll, so our bytes persist now, the peer fills
             # its hole from the store, and all start the next fragment together.

@@ -14,11 +14,8 @@ ends blocking reads, finishes in-flight appends, rolls and persists spools, and
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import secrets
-import socket
-import ssl
 
 import aetcd.exceptions
 import aiohttp
@@ -31,6 +28,7 @@ from herald.broker.datadir import DataDirLock
 from herald.broker.front import FrontSite
 from herald.broker.journal import Journal
 from herald.broker.limits import runner_limits
+from herald.broker.listener import listen, tls_contexts
 from herald.broker.ratelimit import AppendRates
 from herald.broker.replication import Pipeline
 from herald.broker.settings import BrokerSettings
@@ -38,9 +36,8 @@ from herald.fragment.stores import Store, open_store
 from herald.keyspace.base import Entry
 from herald.keyspace.local import LocalKeySpace
 from herald.keyspace.routes import Member, MemberId, Route
-from herald.protocol.errors import HeraldError, JournalNotFoundError, Status, ValidationError
+from herald.protocol.errors import HeraldError, JournalNotFoundError, Status
 from herald.protocol.journal import JournalSpec
-from herald.tls import client_context, server_context
 
 log = logging.getLogger(__name__)
 
@@ -257,9 +254,9 @@ class Broker:
         """Lock the data dir, bind, join the cluster (if any), open journals; return
         ``http://HOST:PORT``. Raises HeraldError naming the flag when the data dir is
         another broker's or the address cannot be bound."""
-        server_tls, peer_tls = self._tls_contexts()
+        server_tls, peer_tls = tls_contexts(self.settings)
         self._data_dir_lock.acquire()
-        sock = _listen(self.settings.host, self.settings.port)
+        sock = listen(self.settings.host, self.settings.port)
         self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=peer_tls or True))
         # auto_decompress=False: bodies are taken raw (identity_bodies_middleware refuses
         # any Content-Encoding); aiohttp must not inflate them before that check.
@@ -285,17 +282,6 @@ class Broker:
         for journal in self.journals.values():
             journal.persist_recovered()
         return f"{scheme}://{host}:{port}"
-
-    def _tls_contexts(self) -> tuple[ssl.SSLContext | None, ssl.SSLContext | None]:
-        """The listener's TLS context and the one for requests to peers (which present
-        our certificate, for mutual TLS); (None, None) without ``--tls.cert-file``."""
-        s = self.settings
-        if not s.tls_cert_file:
-            if s.tls_key_file or s.tls_ca_file:
-                raise ValidationError("--tls.cert-file", "is required with --tls.key-file/--tls.ca-file")
-            return None, None
-        return (server_context(s.tls_cert_file, s.tls_key_file, s.tls_ca_file),
-                client_context(s.tls_ca_file, s.tls_cert_file, s.tls_key_file))
 
     async def _join_cluster(self) -> None:
         from herald.allocator.driver import Allocator
@@ -375,27 +361,3 @@ class Broker:
             await self.session.close()
         self._data_dir_lock.release()
         log.info("broker stopped")
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """The listening socket, or a one-line error naming the flags (not a traceback)."""
-    try:
-        return socket.create_server((host, port))
-    except OSError as err:
-        raise _listen_error(host, port, err) from None
-
-
-def _listen_error(host: str, port: int, err: OSError) -> HeraldError:
-    """Which flag to fix: ``--host`` (unknown name, not this machine's) or ``--port``."""
-    if isinstance(err, socket.gaierror) or (err.errno or 0) < 0:  # getaddrinfo's EAI_* codes
-        return HeraldError(Status.INVALID_ARGUMENT, f"cannot resolve {host!r}; use an IP address or a name "
-                           "of this machine (127.0.0.1, 0.0.0.0 for all)", "--host")
-    if err.errno == errno.EADDRINUSE:
-        return HeraldError(Status.INVALID_ARGUMENT, f"{host}:{port} is already in use; stop the process "
-                           "holding it or choose another --port (0 picks a free one)", "--port")
-    if err.errno == errno.EADDRNOTAVAIL:
-        return HeraldError(Status.INVALID_ARGUMENT, f"{host} is not an address of this machine; use one of "
-                           "its addresses (127.0.0.1, 0.0.0.0 for all)", "--host")
-    return HeraldError(Status.INVALID_ARGUMENT, f"cannot listen on {host}:{port} ({err.strerror}); "
-                       "choose another --host/--port", "--port")
-
