@@ -11,7 +11,8 @@ import orjson
 
 from herald.fragment.commits import CommitRecord, last_verified_commit, read_commit_records
 from herald.fragment.fdpool import DescriptorPool
-from herald.fragment.spool import Spool, recover_spools, write_and_sync
+from herald.fragment.spool import Spool, write_and_sync
+from herald.fragment.spool_recovery import recover_spools
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
 
