@@ -81,6 +81,10 @@ class PipelinedPrimary:
     `_spool`, `pipeline`, `poke` and `_published`."""
 
     _inflight: deque[InFlight]  # oldest first; set by Journal.__init__
+    # The spool's descriptors, pinned open while any group is in flight: a group's
+    # write and the fdatasync that makes it durable must use one descriptor (a
+    # reopened one would not report a write-back error from before it was opened).
+    _inflight_pin: contextlib.ExitStack | None = None
 
     async def _write_replicated(self, group: list[Pending]) -> None:
         """Write ``group`` here and send it to the peers; then finish the groups in
@@ -101,10 +105,12 @@ class PipelinedPrimary:
         remote.add_done_callback(lambda _: self.poke())
         loop = asyncio.get_running_loop()
         try:
+            pin_first = self._inflight_pin is None
+            pin = self._inflight_pin = self._inflight_pin or contextlib.ExitStack()
             if sum(map(len, contents)) <= INLINE_WRITE_BYTES:
-                sums = spool.write_pending(contents)
+                sums = _write_pinned(spool, contents, pin, pin_first)
             else:
-                sums = await loop.run_in_executor(None, spool.write_pending, contents)
+                sums = await loop.run_in_executor(None, _write_pinned, spool, contents, pin, pin_first)
         except (OSError, HeraldError) as err:
             # Peers may commit this group: re-sync them before the next one.
             pipeline.synced = False
@@ -113,6 +119,7 @@ class PipelinedPrimary:
             # rolled back to before it, and so before this group too.
             if await self._finish_inflight():
                 spool.rollback(mark)
+            self._release_pin()
             log.error("journal=%s append failed, group rolled back: %s", spool.journal, err)
             fail_group([pending for pending, _ in accepted], as_herald_error(err))
             return
@@ -147,10 +154,18 @@ class PipelinedPrimary:
             for item in ready:
                 inflight.popleft()
                 self._published(item.accepted, item.contents, item.sums, item.begin)
+            if not inflight:
+                self._release_pin()
         if failure is not None:
             await self._fail_from(inflight[0], failure)
             return False
         return True
+
+    def _release_pin(self) -> None:
+        """Unpin the spool's descriptors: no group is in flight any more."""
+        pin, self._inflight_pin = self._inflight_pin, None
+        if pin is not None:
+            pin.close()
 
     async def _fail_from(self, first: InFlight, err: HeraldError) -> None:
         """``first`` (the oldest group not committed) failed: fail it and every later
@@ -161,10 +176,19 @@ class PipelinedPrimary:
         for item in failed:
             await _settled(item.remote)  # none of its requests still on the way to a peer
         self._spool.rollback(first.mark)
+        self._release_pin()
         log.error("journal=%s replicated append failed, %d groups rolled back: %s",
                   self._spool.journal, len(failed), err.message)
         for item in failed:
             fail_group([pending for pending, _ in item.accepted], err)
+
+
+def _write_pinned(spool, contents: list[bytes], pin: contextlib.ExitStack, pin_first: bool) -> list[str]:
+    """`Spool.write_pending`, first pinning the spool's descriptors on ``pin`` for
+    the first group in flight (blocking: opens the files if they are closed)."""
+    if pin_first:
+        pin.enter_context(spool.holding_descriptors())
+    return spool.write_pending(contents)
 
 
 def _answered(inflight: deque[InFlight]) -> tuple[list[InFlight], HeraldError | None]:
