@@ -54,8 +54,9 @@ log = logging.getLogger(__name__)
 #: a sync round): on a 2-core machine running all three brokers, 4 used more CPU
 #: per append than it saved in waiting (measured: 610 vs 460 us per append).
 PIPELINE_DEPTH = 2
-#: A group this small is written to the page cache (no sync) on the event loop: an
-#: executor hop costs more than the write, and this write is on the critical path.
+#: A group this small is written to the page cache (no sync) on the event loop while
+#: the spool is pinned open (no file to create or open): an executor hop costs more
+#: than the write, and this write is on the critical path.
 INLINE_WRITE_BYTES = 64 << 10
 
 
@@ -107,7 +108,7 @@ class PipelinedPrimary:
         try:
             pin_first = self._inflight_pin is None
             pin = self._inflight_pin = self._inflight_pin or contextlib.ExitStack()
-            if sum(map(len, contents)) <= INLINE_WRITE_BYTES:
+            if not pin_first and sum(map(len, contents)) <= INLINE_WRITE_BYTES:  # no file to open
                 sums = _write_pinned(spool, contents, pin, pin_first)
             else:
                 sums = await loop.run_in_executor(None, _write_pinned, spool, contents, pin, pin_first)
