@@ -42,6 +42,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from herald.broker.group import Pending, as_herald_error, check_registers, fail_group
+from herald.broker.metrics import METRICS
 from herald.broker.replication import Pipeline
 from herald.protocol.errors import HeraldError, Status
 from herald.protocol.labels import LabelSet
@@ -152,6 +153,7 @@ class PipelinedPrimary:
             except (OSError, HeraldError) as err:
                 await self._fail_from(ready[0], as_herald_error(err))
                 return False
+            METRICS.fdatasyncs.inc(2)  # the data and the commit line, as a sync round counts them
             for item in ready:
                 inflight.popleft()
                 self._published(item.accepted, item.contents, item.sums, item.begin)
