@@ -1,7 +1,8 @@
 """A replicating primary pipelines its groups (herald.broker.primary_pipeline): with
 many writers several groups are in flight at once. A replica killed mid-stream must
-fail the group it failed and every later one in flight, so no acknowledged byte is
-ever missing from a surviving replica, and no offset is acknowledged twice
+fail the group it failed and every later one in flight, so every acknowledged byte
+is in the journal where its acknowledgement said, and no offset is acknowledged
+twice
 [I-APPEND-3] [I-APPEND-2]."""
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import httpx
 import pytest
 
 from herald.testing import apply_specs, journal_spec
-from herald.testing.waiting import wait_until
 from tests.broker.test_cluster import cluster, member_key, wait_for_route, whole_journal
 
 __all__ = ["cluster"]  # the fixture, shared with test_cluster
@@ -24,11 +24,12 @@ WRITERS = 8
 
 def test_kill_9_of_a_replica_under_concurrent_writers_loses_no_acknowledged_byte(cluster):
     urls = [b.url for b in cluster.values()]
-    apply_specs(urls[0], dict(journal_spec("pipelined/journal"), replication=3))
-    route = wait_for_route(urls[0], "pipelined/journal", 3)
+    # Two replicas of three brokers: when the peer dies, the spare joins the peerset
+    # (a peerset short of `replication` may refuse appends until one does).
+    apply_specs(urls[0], dict(journal_spec("pipelined/journal"), replication=2))
+    route = wait_for_route(urls[0], "pipelined/journal", 2)
     primary = cluster[member_key(route["members"][0])]
     victim = cluster[member_key(route["members"][1])]
-    survivor = cluster[member_key(route["members"][2])]
     acked: list[tuple[int, bytes]] = []
     unexpected: list[str] = []
     stop = threading.Event()
@@ -56,7 +57,7 @@ def test_kill_9_of_a_replica_under_concurrent_writers_loses_no_acknowledged_byte
         victim.kill()
         before = len(acked)
         deadline = time.monotonic() + 45
-        while len(acked) < before + 200:  # resumed once the route drops the dead replica
+        while len(acked) < before + 200:  # resumed once the spare replaced the dead replica
             assert not unexpected, unexpected
             assert time.monotonic() < deadline, "appends did not resume after the replica died"
             time.sleep(0.05)  # wait-ok: observing the writer threads' progress
@@ -64,12 +65,9 @@ def test_kill_9_of_a_replica_under_concurrent_writers_loses_no_acknowledged_byte
         stop.set()
         for thread in threads:
             thread.join()
-    # Groups that failed on the dead replica but committed on the survivor are
-    # adopted by the primary when it re-syncs (the most advanced replica wins); it
-    # reads them from the survivor's fragment once its store listing has it.
-    expected = whole_journal(survivor.url, "pipelined/journal")
-    wait_until(lambda: whole_journal(primary.url, "pipelined/journal") == expected,
-               "the primary to serve what the surviving replica holds", 30)
+    # A group acknowledged after an earlier one failed would be missing here: the
+    # primary rolled back over it and later groups took its offsets [I-APPEND-2].
+    expected = whole_journal(primary.url, "pipelined/journal")
     for begin, body in acked:
         assert expected[begin:begin + len(body)] == body
     assert len({begin for begin, _ in acked}) == len(acked)  # no two acks for one offset
