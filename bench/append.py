@@ -1,5 +1,5 @@
-"""Benchmark 1 — Append: one journal, fsync on, 1 KiB and 1 MiB appends from 1 and
-32 concurrent writers: appends/s, MB/s, p50/p99 latency.
+"""Benchmark 1 — Append: one journal, fsync on, 1 KiB and 1 MiB appends from 1, 4 (1 MiB)
+and 32 concurrent writers: appends/s, MB/s, p50/p99 latency.
 
 Herald is loaded by `wrk` (C). The references run in the same process: NATS
 JetStream (file storage, ``sync_interval: always``) and Redis Streams
@@ -35,7 +35,7 @@ from bench.servers import apply, bench_spec, herald_broker, nats_server, redis_s
 
 __all__ = ["CASES", "UNITS", "case_name", "run", "size_name"]
 
-CASES = [(1 << 10, 1), (1 << 10, 32), (1 << 20, 1), (1 << 20, 32)]
+CASES = [(1 << 10, 1), (1 << 10, 32), (1 << 20, 1), (1 << 20, 4), (1 << 20, 32)]
 UNITS = {"appends_per_s": "appends/s", "mb_per_s": "MB/s", "p50_ms": "ms", "p99_ms": "ms",
          "errors": "errors", "fdatasyncs_per_s": "fdatasyncs/s", "sync_rounds_per_s": "rounds/s",
          "rss_mib": "MiB", "syncfs_per_s": "syncfs/s", "fsyncs_per_s": "syncs/s"}
@@ -121,3 +121,7 @@ def _headlines(report: Report) -> None:
         case, metric = case_name(size, 1), throughput_metric(size)
         report.headline(f"append {case}: {UNITS[metric]} vs one writer's write+fdatasync",
                         ("herald", case, metric), ("disk", case, metric))
+    # Four writers of 1 MiB against the same one-writer disk loop (goal ≥ 0.8×): a
+    # group of four bodies per sync should reach the disk's streaming rate.
+    report.headline("append 1 MiB x4: MB/s vs one writer's write+fdatasync",
+                    ("herald", "1 MiB x4", "mb_per_s"), ("disk", "1 MiB x1", "mb_per_s"))

@@ -11,7 +11,8 @@ import orjson
 
 from herald.fragment.commits import CommitRecord, last_verified_commit, read_commit_records
 from herald.fragment.fdpool import DescriptorPool
-from herald.fragment.spool import Spool, recover_spools, write_and_sync
+from herald.fragment.spool import Spool, write_and_sync
+from herald.fragment.spool_recovery import recover_spools
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
 
@@ -100,3 +101,28 @@ def test_a_stale_record_beyond_a_later_one_restarts_the_hash():
     records = [rec(4, b"abc\n"), rec(8, b"abc\nXXXX"), rec(6, data)]
     best, digest = last_verified_commit(io.BytesIO(data), 0, records)
     assert best == 2 and digest == hashlib.sha1(data).hexdigest()
+
+
+def test_commit_through_commits_only_the_groups_named_and_keeps_later_ones_pending(tmp_path):
+    """A pipelining primary (herald.broker.primary_pipeline) writes later groups before
+    earlier ones are committed: a commit line names only the finished groups, so a
+    crash recovers exactly those, and rolling back drops only the pending ones."""
+    spool = Spool(tmp_path / "j", "j", 0, CompressionCodec.NONE, LabelSet(), pool=DescriptorPool(budget_fds=8))
+    assert spool.write_pending([b"one\n"]) == [hashlib.sha1(b"one\n").hexdigest()]
+    after_one = spool.pending_sha1_hex()
+    before_two = spool.mark()
+    spool.write_pending([b"two\n", b"2\n"])
+    spool.commit_through(4, after_one, REGS, 1000.0)
+    assert (spool.end, spool.pending_bytes, spool.registers) == (4, 6, REGS)
+    assert spool.fragment().sum == after_one
+    (found,), registers = _recover(spool)  # a crash now: only the first group is committed
+    assert (found.fragment.end, found.fragment.sum, registers) == (4, after_one, REGS)
+    assert spool.path.read_bytes() == b"one\n"
+    spool.rollback(before_two)  # the second group failed: forget it, keep the first
+    spool.write_pending([b"three\n"])
+    spool.commit_through(10, spool.pending_sha1_hex(), REGS, 1001.0)
+    spool.close()
+    (found,), _ = _recover(spool)
+    assert spool.path.read_bytes() == b"one\nthree\n"
+    assert found.fragment.sum == hashlib.sha1(b"one\nthree\n").hexdigest()
+    assert found.first_append_unix == 1000.0

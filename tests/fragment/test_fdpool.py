@@ -9,7 +9,8 @@ import resource
 import pytest
 
 from herald.fragment.fdpool import DescriptorPool, DescriptorsExhaustedError
-from herald.fragment.spool import Spool, recover_spools, write_and_sync
+from herald.fragment.spool import Spool, write_and_sync
+from herald.fragment.spool_recovery import recover_spools
 from herald.protocol.errors import HTTP_CODES, Status
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet

@@ -12,7 +12,8 @@ import pytest
 from herald.broker.sync_rounds import SyncRounds
 from herald.fragment.fdpool import DescriptorPool
 from herald.fragment.rounds import GroupWrite, uses_syncfs, write_round
-from herald.fragment.spool import DATA_PAD_BYTES, Spool, recover_spools
+from herald.fragment.spool import DATA_PAD_BYTES, Spool
+from herald.fragment.spool_recovery import recover_spools
 from herald.fragment.syncfs import syncs_whole_file_system
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet

@@ -1,11 +1,8 @@
 """One journal as served by its broker: spool, index, append pipeline, persister.
 
-Appends are serialised through one queue and one task (``_append_loop``), so they
-never interleave [I-APPEND-1]. The task takes every append that is waiting, checks
-registers in order, writes all the bodies, fdatasyncs once (group commit) and only
-then publishes the new write head and resolves the waiting requests [I-APPEND-3].
-A request that fails a check writes nothing [I-REG-1]; a sync that fails rolls the
-whole group back [I-APPEND-2].
+Appends are serialised through one queue and one task (`herald.broker.append_task`),
+so they never interleave [I-APPEND-1]; each group of appends is acknowledged only
+once durable [I-APPEND-3].
 
 Completed spools go to a persister task that compresses and uploads them to the
 journal's first store, then drops the local files. The stores are listed every
@@ -24,31 +21,28 @@ import asyncio
 import logging
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
+from herald.broker.append_task import AppendTask
 from herald.broker.fragment_keeper import Completed, FragmentKeeper
 from herald.broker.group import (
-    MAX_GROUP_BYTES,
     AppendCommit,
     Pending,
-    as_herald_error,
-    check_registers,
-    fail_group,
 )
-from herald.broker.metrics import METRICS
-from herald.broker.preconditions import await_full_peerset, catch_up_to_index, peerset_is_short, require_full_peerset
+from herald.broker.preconditions import await_full_peerset, peerset_is_short
+from herald.broker.primary_pipeline import PipelinedPrimary
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
-from herald.broker.sync_rounds import commit_in_round
 from herald.broker.tasks import TaskSet
 from herald.fragment.fdpool import retry_out_of_descriptors
 from herald.fragment.health import StoreHealth, health_of
 from herald.fragment.index import Index, Located
-from herald.fragment.rounds import GroupWrite
-from herald.fragment.spool import RecoveredSpool, Spool, recover_spools, write_and_sync_data
+from herald.fragment.spool import Spool
+from herald.fragment.spool_recovery import RecoveredSpool, recover_spools
 from herald.fragment.stores import Store
 from herald.protocol.errors import HeraldError, Status, ValidationError
 from herald.protocol.fragment import Fragment
@@ -57,10 +51,8 @@ from herald.protocol.labels import LabelSelector, LabelSet
 
 log = logging.getLogger(__name__)
 
-SYNC_RETRY_S = 0.25
 
-
-class Journal(ReplicaSide):
+class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
     """A served journal. Create with ``await Journal.open(...)``; ``await close()`` it.
 
     Its role is set by the broker through `become_primary` and `demote`; the
@@ -88,6 +80,10 @@ class Journal(ReplicaSide):
         self._closing = False
         self.roll_if_first = False  # set by prune: persist a spool that became the first fragment
         self._spool_lock = asyncio.Lock()  # one mutator of the spool at a time
+        # The append task holds the spool lock from a group's start while any group is
+        # in flight (herald.broker.primary_pipeline), not just while one runs.
+        self._holding_spool_lock = False
+        self._inflight = deque()
         self.fragments = FragmentKeeper(self, self._serving, self._persisting)
         # Cluster role: a primary replicates through ``pipeline`` (None: embedded or a
         # peerset of one); a non-primary replica only takes replicated writes.
@@ -251,120 +247,6 @@ class Journal(ReplicaSide):
         self._health.start()  # idempotent: restarts a checker whose task ended, as health_of does
         return self._health
 
-    def _enqueue(self, item: Pending | None) -> None:
-        """Queue an append (None: a poke) for the append task, started on first use."""
-        if self._queue is None:
-            self._queue = asyncio.Queue()
-            self._serving.start_soon(self._append_loop(self._queue), "append")
-        self._queue.put_nowait(item)
-
-    async def _append_loop(self, queue: asyncio.Queue[Pending | None]) -> None:
-        while True:
-            first = await queue.get()
-            group = [first] if first is not None else []
-            size = len(first.content) if first else 0
-            while size < MAX_GROUP_BYTES and not queue.empty():
-                item = queue.get_nowait()
-                if item is not None:
-                    group.append(item)
-                    size += len(item.content)
-                else:
-                    queue.task_done()
-            try:
-                async with self._spool_lock:
-                    await self._run_group(group)
-            finally:
-                for _ in range(len(group) + (first is None)):
-                    queue.task_done()
-
-    async def _run_group(self, group: list[Pending]) -> None:
-        if self.is_primary and not self._lease_ok():
-            self.demote()
-            log.warning("journal=%s: the broker's lease may have expired; appends refused", self.spec.name)
-        if not self.is_primary:
-            for pending in group:  # queued while we were primary (e.g. before a pause)
-                pending.future.set_exception(HeraldError(
-                    Status.NOT_JOURNAL_PRIMARY_BROKER, f"this broker is no longer primary of {self.spec.name}"))
-            return
-        try:
-            self._maybe_roll(time.time())
-            require_full_peerset(self)  # the route may have shrunk while the group waited
-            catch_up_to_index(self)  # never append under persisted bytes (INDEX_HAS_GREATER_OFFSET)
-        except (OSError, HeraldError) as err:  # no descriptors or disk for the next spool
-            fail_group(group, as_herald_error(err))
-            return
-        if self.pipeline is not None and not self.pipeline.synced:
-            pipeline, loop = self.pipeline, asyncio.get_running_loop()
-            if group and (wait_s := pipeline.pacer.wait_s(loop.time())):
-                # A peer failed a moment ago: this group waits for the paced retry
-                # rather than failing at once (a peer is often just behind our route).
-                await asyncio.sleep(wait_s)
-            try:
-                await pipeline.sync(self)
-            except HeraldError as err:  # logged by the pipeline, at a bounded rate
-                for pending in group:
-                    pending.future.set_exception(err)
-                # Peers may lag our view of the route, or be down: try again when due.
-                loop.call_later(max(SYNC_RETRY_S, pipeline.pacer.wait_s(loop.time())), self.poke)
-                return
-        if group:
-            await self._commit_group(group)
-
-    async def _commit_group(self, group: list[Pending]) -> None:
-        spool = self._spool
-        assert spool is not None
-        accepted, contents, registers = check_registers(group, spool.registers)
-        if not accepted:
-            return
-        mark = spool.mark()
-        begin = spool.end
-        try:
-            sums = await self._write_durably(spool, contents, registers)
-        except (OSError, HeraldError) as err:
-            spool.rollback(mark)
-            log.error("journal=%s append failed, group rolled back: %s", self.spec.name, err)
-            fail_group([pending for pending, _ in accepted], as_herald_error(err))
-            return
-        fragment = spool.fragment()
-        self.index.add_local(fragment, spool.path)
-        self.wake_readers()
-        METRICS.append_groups.labels(self.spec.name).inc()
-        METRICS.appended_bytes.labels(self.spec.name).inc(spool.end - begin)
-        METRICS.group_appends.observe(len(accepted))
-        METRICS.group_bytes.observe(spool.end - begin)
-        for (pending, regs), content, sha in zip(accepted, contents, sums):
-            end = begin + len(content)
-            pending.future.set_result(AppendCommit(begin, end, sha, regs, spool.end, fragment))
-            begin = end
-
-    async def _write_durably(self, spool: Spool, contents: list[bytes], registers: LabelSet) -> list[str]:
-        """Write a group locally and, in a cluster, to every peer; commit when all have it.
-
-        Embedded: data and commit record synced together, in the broker-wide sync
-        round that covers every journal with a group ready [I-APPEND-3]. With peers, the
-        local write+fdatasync and the peers' replication run concurrently; the local
-        commit record is written only once every peer acknowledged the same fragment
-        (same SHA1), so an append is acknowledged only when every replica has it.
-        """
-        loop = asyncio.get_running_loop()
-        now = time.time()
-        if self.pipeline is None:
-            return await commit_in_round(GroupWrite(spool, contents, registers, now))
-        fragment_begin, begin = spool.begin, spool.end
-        local = loop.run_in_executor(None, write_and_sync_data, spool, contents)
-        remote = self.pipeline.replicate(fragment_begin, begin, b"".join(contents), registers)
-        results = await asyncio.gather(local, remote, return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                self.pipeline.synced = False
-                raise result
-        sums, peer_sums = results
-        if any(peer != spool.pending_sha1_hex() for peer in peer_sums):
-            self.pipeline.synced = False
-            raise HeraldError(Status.PROPOSAL_MISMATCH, "a replica computed a different fragment")
-        await loop.run_in_executor(None, spool.commit, registers, now)
-        return sums
-
     def wake_readers(self) -> None:
         if self._closing and self._commit_event is not None and self._commit_event.is_set():
             return  # closed: the event stays set
@@ -376,21 +258,29 @@ class Journal(ReplicaSide):
 
     def _maybe_roll(self, now_unix: float) -> None:
         """Roll past ``fragment.length`` or at a UTC-aligned ``flush_interval`` boundary."""
-        spool, frag = self._spool, self.spec.fragment
+        spool = self._spool
         assert spool is not None
         if spool.content_length == 0:
             return
+        due = self._roll_due(now_unix, spool.content_length)
+        self.roll_if_first = False
+        if due:
+            self._roll()
+
+    def _roll_due(self, now_unix: float, content_length: int) -> bool:
+        """Whether a spool holding ``content_length`` bytes rolls now."""
+        spool, frag = self._spool, self.spec.fragment
+        assert spool is not None
+        if content_length == 0:
+            return False
         # A spool holding the journal's first known byte is persisted at once when
         # asked (after a prune): until it has a mod time, readers below it wait
         # rather than jump, since a replica might still upload what precedes it.
         first = self.roll_if_first and spool.begin <= self.index.begin_offset
-        self.roll_if_first = False
-        too_long = first or spool.content_length > frag.length
         interval = frag.flush_interval_s
         crossed = bool(interval) and spool.first_append_unix is not None and (
             math.floor(spool.first_append_unix / interval) != math.floor(now_unix / interval))
-        if too_long or crossed:
-            self._roll()
+        return first or content_length > frag.length or crossed
 
     def _roll(self) -> None:
         spool = self._spool

@@ -9,6 +9,7 @@ same fragments under the same names.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -18,6 +19,11 @@ from herald.protocol.errors import HeraldError, Status
 from herald.protocol.labels import LabelSet
 
 log = logging.getLogger(__name__)
+
+# A pipelining primary sends a group before the previous one is acknowledged
+# (herald.broker.primary_pipeline), on another connection: a group that arrives
+# first waits this long for the one before it to commit here.
+IN_ORDER_WAIT_S = 1.0
 
 
 class ReplicaSide:
@@ -31,6 +37,7 @@ class ReplicaSide:
         The primary decides fragment boundaries: when it rolled, ``fragment_begin``
         says so and this replica rolls too, so replicas write identical fragments.
         """
+        await self._await_write_head(begin)
         async with self._spool_lock:
             spool = self._spool
             assert spool is not None
@@ -47,6 +54,20 @@ class ReplicaSide:
             self.index.add_local(spool.fragment(), spool.path)
             self.wake_readers()
             return spool.fragment().sum
+
+    async def _await_write_head(self, begin: int) -> None:
+        """Wait (bounded) until this replica's write head reaches ``begin``: the
+        primary's previous group may still be on its way, or committing here."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + IN_ORDER_WAIT_S
+        while self._spool is not None and self._spool.end < begin and not self._closing:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return  # answered as a mismatch: the primary re-syncs
+            try:
+                await asyncio.wait_for(self.wait_for_commit(), remaining)
+            except TimeoutError:
+                return
 
     async def sync_to(self, end: int, registers: LabelSet,
                       fragment_begin: int) -> tuple[int, int, LabelSet]:

@@ -69,7 +69,6 @@ class SyncRounds:
 
     def _end_round(self, batch: list[Waiter], job: asyncio.Future[Outcomes], started: float) -> None:
         METRICS.sync_round_seconds.observe(time.perf_counter() - started)
-        self._running = False
         outcomes: list[list[str] | BaseException]
         try:
             outcomes = list(job.result())
@@ -82,8 +81,18 @@ class SyncRounds:
                 done.set_exception(outcome)
             else:
                 done.set_result(outcome)
+        # The next round starts once the journals just answered had their turn: each
+        # one's append task wakes (already scheduled, so ahead of this callback) and
+        # hands in its next group at once. Started here, the round would hold only
+        # the groups that waited through this one, and every journal would miss
+        # every other round (16 journals ran at half the rate of one).
+        self._loop.call_soon(self._start_next_round)
+
+    def _start_next_round(self) -> None:
         if self._waiting:
             self._start_round()
+        else:
+            self._running = False
 
 
 _ROUNDS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SyncRounds] = weakref.WeakKeyDictionary()

@@ -36,7 +36,7 @@ IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 # Where a group's two fdatasyncs (data, commit line) run, concurrently with each other
 # and with the other groups of a sync round (`herald.fragment.rounds`): two per
 # journal in a round; a bigger round queues here.
-_SYNCS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="herald-fdatasync")
+SYNC_THREADS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="herald-fdatasync")
 #: From this many groups in a round, one syncfs replaces their fdatasyncs (where the
 #: file system allows: `herald.fragment.syncfs`).
 SYNCFS_MIN_GROUPS = 3
@@ -124,7 +124,7 @@ class GroupWrite:
         spool = self.spool
         spool.write_group(self.contents)
         if sync:
-            self._syncs.append(_SYNCS.submit(os.fdatasync, spool._fd))
+            self._syncs.append(SYNC_THREADS.submit(os.fdatasync, spool._fd))
 
     def write_record(self, sync_here: bool = True, sync_later: bool = True) -> None:
         """``sync_here``: fdatasync the line in this thread (a round's last group),
@@ -136,7 +136,7 @@ class GroupWrite:
         self._line, self._first, self._fragment_sum = spool._record_line(self.registers, self.now_unix)
         spool._put_record(self._line, sync=sync_here)
         if not sync_here and sync_later:
-            self._syncs.append(_SYNCS.submit(os.fdatasync, spool._commits_fd))
+            self._syncs.append(SYNC_THREADS.submit(os.fdatasync, spool._commits_fd))
 
     def finish(self) -> list[str]:
         """Each body's SHA1 once both syncs returned; raises what failed, if anything."""

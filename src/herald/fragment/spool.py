@@ -8,7 +8,7 @@ one round (concurrently), and an append is acknowledged only after both syncs
 returned [I-APPEND-3]; after a ``kill -9`` or a power cut, the last commit line
 whose SHA1 matches the spool's bytes says exactly which bytes were acknowledged
 [I-FRAG-2]; anything past it is an append that never committed and is truncated
-away [I-APPEND-2].
+away [I-APPEND-2] (`herald.fragment.spool_recovery`).
 
 The spool is not thread-safe: one writer (the journal's append task) owns it. Its
 blocking methods (``sync``) are meant to run in an executor. Its files are created
@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import logging
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,14 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from herald.durable import fsync_directory, make_durable_dirs
-from herald.fragment.commits import encode_record, last_verified_commit, read_commit_records
+from herald.fragment.commits import encode_record
 from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_descriptors
-from herald.fragment.rounds import GroupWrite, pwrite_all
+from herald.fragment.rounds import SYNC_THREADS, GroupWrite, pwrite_all
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
-
-log = logging.getLogger(__name__)
 
 SPOOL_SUFFIX = ".spool"
 COMMITS_SUFFIX = ".commits"
@@ -232,6 +229,34 @@ class Spool:
             self._put_record(line)
         self._advance(len(line), registers, first, fragment_sum)
 
+    def write_pending(self, contents: Sequence[bytes]) -> list[str]:
+        """Write a group after the pending bytes, neither synced nor committed; each
+        body's SHA1 (blocking). `commit_through` makes it durable later."""
+        with self.holding_descriptors():
+            self.write_group(contents)
+            return self._hash(contents)
+
+    def commit_through(self, end: int, fragment_sum: str, registers: LabelSet, now_unix: float) -> None:
+        """Make the pending bytes up to ``end`` durable and commit them, and only them
+        (blocking): their data and a commit line naming ``end`` and ``fragment_sum``
+        (the running SHA1 there) are fdatasync'd side by side, as in a sync round,
+        since recovery trusts a line only if the bytes hash to its sum [I-FRAG-2].
+        A replicating primary writes later groups while earlier ones wait for their
+        peers, so bytes past ``end`` may be pending too; they stay pending."""
+        assert self.end <= end <= self.end + self._delta
+        first = now_unix if self.first_append_unix is None and end > self.end else None
+        line = encode_record(end, registers, fragment_sum, first)
+        with self.holding_descriptors():
+            data_synced = SYNC_THREADS.submit(os.fdatasync, self._fd)
+            try:
+                self._put_record(line)
+            finally:
+                data_synced.result()  # raises what failed; descriptors stay pinned until done
+        pending_after = self.end + self._delta - end
+        self._delta = end - self.end
+        self._advance(len(line), registers, first, fragment_sum)
+        self._delta = pending_after
+
     def append_group(self, contents: Sequence[bytes], registers: LabelSet, now_unix: float) -> list[str]:
         """Write a group after the committed bytes, make it durable and commit it, in
         one sync round; returns each body's SHA1 (blocking: run it in an executor).
@@ -337,68 +362,6 @@ class Spool:
 
 def _body_sums(contents: Sequence[bytes]) -> list[str]:
     return [hashlib.sha1(content).hexdigest() for content in contents]
-
-
-@dataclass(frozen=True, slots=True)
-class RecoveredSpool:
-    """What a restart finds of a spool: its committed fragment and its registers."""
-
-    fragment: Fragment
-    path: Path
-    commits_path: Path
-    registers: LabelSet
-    first_append_unix: float | None
-
-
-def recover_spools(directory: Path, journal: str,
-                   codec: CompressionCodec) -> tuple[list[RecoveredSpool], LabelSet]:
-    """Find every spool under ``directory``, truncated to its last commit [I-FRAG-2].
-
-    Bytes past the last complete commit line belong to appends that were never
-    acknowledged, so they are cut off [I-APPEND-2]. Empty spools are deleted. Returns
-    the non-empty spools and the journal's registers as of its newest spool. Blocking.
-    """
-    found, latest_registers = [], LabelSet()
-    for path in sorted(directory.glob(f"*{SPOOL_SUFFIX}")):
-        begin = int(path.stem, 16)
-        commits_path = path.with_suffix(COMMITS_SUFFIX)
-        end, registers, first, digest = _last_commit(path, commits_path, begin)
-        latest_registers = registers
-        if end == begin:
-            path.unlink(missing_ok=True)
-            commits_path.unlink(missing_ok=True)
-            continue
-        fragment = Fragment(journal=journal, begin=begin, end=end, sum=digest, codec=codec)
-        found.append(RecoveredSpool(fragment, path, commits_path, registers, first))
-        log.info("recovered spool journal=%s begin=%d end=%d", journal, begin, end)
-    return found, latest_registers
-
-
-def _last_commit(path: Path, commits_path: Path, begin: int) -> tuple[int, LabelSet, float | None, str]:
-    """The spool's last verified commit: ``(end, registers, first append, SHA1)``,
-    with the spool file truncated to ``end``."""
-    try:
-        records = read_commit_records(commits_path)
-    except FileNotFoundError:
-        records = []
-    with open(path, "r+b") as f:
-        best, digest = last_verified_commit(f, begin, records)
-        end = records[best].end if best >= 0 else begin
-        f.truncate(end - begin)
-    if best < 0:
-        return begin, LabelSet(), None, digest
-    committed = records[:best + 1]
-    first = next((r.first_append_unix for r in reversed(committed) if r.first_append_unix is not None), None)
-    return end, LabelSet.from_list(committed[-1].registers), first, digest
-
-
-def write_and_sync_data(spool: Spool, contents: list[bytes]) -> list[str]:
-    """Write a group's bodies and fdatasync them, uncommitted (blocking: run it in an executor)."""
-    with spool.holding_descriptors():
-        spool.write_group(contents)
-        sums = spool._hash(contents)
-        os.fdatasync(spool._fd)
-    return sums
 
 
 def write_and_sync(spool: Spool, contents: list[bytes], registers: LabelSet,

@@ -1,0 +1,175 @@
+"""A journal's append task: groups of waiting appends, each committed durably.
+
+Appends are serialised through one queue and one task per journal (started at the
+first append), so they never interleave [I-APPEND-1]. The task takes every append
+that is waiting (up to `MAX_GROUP_BYTES`), checks registers in order, writes all
+the bodies and commits them with one sync (group commit), and only then publishes
+the new write head and resolves the waiting requests [I-APPEND-3]. A request that
+fails a check writes nothing [I-REG-1]; a sync that fails rolls the whole group
+back [I-APPEND-2].
+
+Embedded (no peers), a group joins the broker-wide sync round
+(`herald.broker.sync_rounds`); a replicating primary pipelines its groups through
+its peers (`herald.broker.primary_pipeline`). A mixin of `Journal`, which holds the
+spool, the lock, the role and the roll rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from herald.broker.group import (
+    MAX_GROUP_BYTES,
+    AppendCommit,
+    Pending,
+    as_herald_error,
+    check_registers,
+    fail_group,
+)
+from herald.broker.metrics import METRICS
+from herald.broker.preconditions import catch_up_to_index, require_full_peerset
+from herald.broker.sync_rounds import commit_in_round
+from herald.fragment.rounds import GroupWrite
+from herald.fragment.spool import Spool
+from herald.protocol.errors import HeraldError, Status
+from herald.protocol.labels import LabelSet
+
+log = logging.getLogger(__name__)
+
+SYNC_RETRY_S = 0.25
+
+
+class AppendTask:
+    """The append queue and task of one journal (see the module doc). Relies on
+    `Journal`'s spool, lock, role, index, roll rules and `PipelinedPrimary`."""
+
+    def _enqueue(self, item: Pending | None) -> None:
+        """Queue an append (None: a poke) for the append task, started on first use."""
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+            self._serving.start_soon(self._append_loop(self._queue), "append")
+        self._queue.put_nowait(item)
+
+    async def _append_loop(self, queue: asyncio.Queue[Pending | None]) -> None:
+        while True:
+            first = await queue.get()
+            group = [first] if first is not None else []
+            size = len(first.content) if first else 0
+            while size < MAX_GROUP_BYTES and not queue.empty():
+                item = queue.get_nowait()
+                if item is not None:
+                    group.append(item)
+                    size += len(item.content)
+                else:
+                    queue.task_done()
+            try:
+                if not self._holding_spool_lock:
+                    await self._spool_lock.acquire()
+                    self._holding_spool_lock = True
+                try:
+                    await self._run_group(group)
+                finally:
+                    if not self._inflight:
+                        self._holding_spool_lock = False
+                        self._spool_lock.release()
+            finally:
+                for _ in range(len(group) + (first is None)):
+                    queue.task_done()
+
+    def _keeps_inflight(self, group: list[Pending]) -> bool:
+        """Whether ``group`` may be written while the groups in flight wait for their
+        peers: only a group (or a poke) of the same synced pipeline, with no roll
+        due; anything else (a roll, a new pipeline, a demotion, closing) finishes
+        every group in flight first."""
+        item = self._inflight[-1]
+        assert self._spool is not None
+        return (not self._closing and self.is_primary
+                and self.pipeline is item.pipeline and item.pipeline.synced and self._lease_ok()
+                and not self._roll_due(time.time(), self._spool.content_length + self._spool.pending_bytes))
+
+    async def _run_group(self, group: list[Pending]) -> None:
+        if self._inflight and not self._keeps_inflight(group):
+            await self._finish_inflight()
+        if self.is_primary and not self._lease_ok():
+            self.demote()
+            log.warning("journal=%s: the broker's lease may have expired; appends refused", self.spec.name)
+        if not self.is_primary:
+            for pending in group:  # queued while we were primary (e.g. before a pause)
+                pending.future.set_exception(HeraldError(
+                    Status.NOT_JOURNAL_PRIMARY_BROKER, f"this broker is no longer primary of {self.spec.name}"))
+            return
+        if self._inflight:  # no roll due (see _keeps_inflight): write the next group
+            if group:
+                await self._write_replicated(group)
+            else:  # a poke: the peers of a group in flight answered
+                await self._finish_answered()
+            return
+        try:
+            self._maybe_roll(time.time())
+            require_full_peerset(self)  # the route may have shrunk while the group waited
+            catch_up_to_index(self)  # never append under persisted bytes (INDEX_HAS_GREATER_OFFSET)
+        except (OSError, HeraldError) as err:  # no descriptors or disk for the next spool
+            fail_group(group, as_herald_error(err))
+            return
+        if self.pipeline is not None and not self.pipeline.synced:
+            pipeline, loop = self.pipeline, asyncio.get_running_loop()
+            if group and (wait_s := pipeline.pacer.wait_s(loop.time())):
+                # A peer failed a moment ago: this group waits for the paced retry
+                # rather than failing at once (a peer is often just behind our route).
+                await asyncio.sleep(wait_s)
+            try:
+                await pipeline.sync(self)
+            except HeraldError as err:  # logged by the pipeline, at a bounded rate
+                for pending in group:
+                    pending.future.set_exception(err)
+                # Peers may lag our view of the route, or be down: try again when due.
+                loop.call_later(max(SYNC_RETRY_S, pipeline.pacer.wait_s(loop.time())), self.poke)
+                return
+        if group:
+            await self._commit_group(group)
+
+    async def _commit_group(self, group: list[Pending]) -> None:
+        if self.pipeline is not None:
+            await self._write_replicated(group)  # see herald.broker.primary_pipeline
+            return
+        spool = self._spool
+        assert spool is not None
+        accepted, contents, registers = check_registers(group, spool.registers)
+        if not accepted:
+            return
+        mark = spool.mark()
+        begin = spool.end
+        try:
+            sums = await self._write_durably(spool, contents, registers)
+        except (OSError, HeraldError) as err:
+            spool.rollback(mark)
+            log.error("journal=%s append failed, group rolled back: %s", self.spec.name, err)
+            fail_group([pending for pending, _ in accepted], as_herald_error(err))
+            return
+        self._published(accepted, contents, sums, begin)
+
+    def _published(self, accepted: list[tuple[Pending, LabelSet]], contents: list[bytes],
+                   sums: list[str], begin: int) -> None:
+        """A group from ``begin`` just committed: show it to readers, answer its appends."""
+        spool = self._spool
+        assert spool is not None
+        fragment = spool.fragment()
+        self.index.add_local(fragment, spool.path)
+        self.wake_readers()
+        size = sum(map(len, contents))
+        METRICS.append_groups.labels(self.spec.name).inc()
+        METRICS.appended_bytes.labels(self.spec.name).inc(size)
+        METRICS.group_appends.observe(len(accepted))
+        METRICS.group_bytes.observe(size)
+        for (pending, regs), content, sha in zip(accepted, contents, sums):
+            end = begin + len(content)
+            pending.future.set_result(AppendCommit(begin, end, sha, regs, spool.end, fragment))
+            begin = end
+
+    async def _write_durably(self, spool: Spool, contents: list[bytes], registers: LabelSet) -> list[str]:
+        """Write a group and its commit record, synced together in the broker-wide
+        sync round that covers every journal with a group ready [I-APPEND-3]. (With
+        peers, `herald.broker.primary_pipeline` commits instead.)"""
+        return await commit_in_round(GroupWrite(spool, contents, registers, time.time()))
