@@ -192,7 +192,8 @@ def test_restarted_replica_rejoins_and_serves_every_byte(cluster):
     route = wait_for_route(urls[0], "rejoin/journal", 3)
     replica = cluster[member_key(route["members"][2])]
     first = b"".join(f"before {i}\n".encode() for i in range(20))
-    assert httpx.put(f"{urls[0]}/rejoin/journal", content=first, timeout=30).status_code == 204
+    resp = httpx.put(f"{urls[0]}/rejoin/journal", content=first, timeout=30)
+    assert resp.status_code == 204, resp.text
     replica.kill()
     replica.start()  # same data dir: it recovers its spool, re-announces, is re-assigned
     wait_for_route(urls[0], "rejoin/journal", 3)

@@ -82,7 +82,8 @@ def test_a_peerset_short_of_replication_refuses_appends(cluster):
     assert resp.status_code == 503, "acknowledged with 2 of 3 replicas"
     assert resp.json()["status"] == "INSUFFICIENT_JOURNAL_BROKERS"
     # The aiohttp gateway (register headers) and the JSON append refuse alike.
-    resp = httpx.put(f"{primary.url}/{journal}", content=b"x\n", headers={"X-Union-Registers": "kind=test"})
+    resp = httpx.put(f"{primary.url}/{journal}", content=b"x\n", headers={"X-Union-Registers": "kind=test"},
+                     timeout=30)
     assert resp.status_code == 503 and resp.json()["status"] == "INSUFFICIENT_JOURNAL_BROKERS", resp.text
     assert _write_head(primary.url, journal) == head  # nothing was written
     replica.start()  # back with its data dir: the peerset is whole again
