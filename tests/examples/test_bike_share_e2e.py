@@ -16,14 +16,15 @@ import pytest
 from herald.client import BrokerClient
 from herald.examples.bike_share.generate import GenerateSettings, generate
 from herald.examples.bike_share.specs import apply_journals
+from herald.testing.processes import DriverProcess
 from tests.examples.bike_share_helpers import (
-    Driver,
     attach_uuids,
     busy_sessions,
     expected_history,
     load,
     published_cycles,
     record_at,
+    start_driver,
     stored,
     wait_mid_batch,
 )
@@ -46,15 +47,15 @@ def plant_bad_rows(path, rnd: random.Random) -> None:
     path.write_text("".join(lines))
 
 
-def pause_mid_batch(driver: Driver, checkpoint, dsn: str, after: int) -> int:
+def pause_mid_batch(zombie: DriverProcess, checkpoint, dsn: str, after: int) -> int:
     """SIGSTOP the driver inside a rides batch, before that batch's transaction began."""
     while True:
-        n = wait_mid_batch(checkpoint, after, driver)
-        driver.signal(signal.SIGSTOP)
+        n = wait_mid_batch(checkpoint, after, zombie)
+        zombie.signal(signal.SIGSTOP)
         ckpt = stored(dsn)["checkpoints"]
         if ckpt and ckpt[0][0] < n and busy_sessions(dsn) == 0:
             return n
-        driver.signal(signal.SIGCONT)  # inside (or past) its transaction: try the next batch
+        zombie.signal(signal.SIGCONT)  # inside (or past) its transaction: try the next batch
         after = n
 
 
@@ -75,17 +76,17 @@ def test_kill_9_twice_and_a_zombie_driver_leave_exact_rides_and_cycles(broker, b
         args = ["--broker", broker.url, "--checkpoint", str(checkpoint), "--dsn", bike_db,
                 "--history", str(HISTORY)]
         streaming = [*args, "--trigger", "1s", "--max-bytes-per-trigger", "12000"]
-        drivers: list[Driver] = []
+        drivers: list[DriverProcess] = []
         try:
             killed_at = -1
             for _ in range(2):  # kill -9 mid-batch, twice
-                drivers.append(Driver(streaming, tmp_path / f"driver{len(drivers)}.log"))
+                drivers.append(start_driver(streaming, tmp_path / f"driver{len(drivers)}.log"))
                 killed_at = wait_mid_batch(checkpoint, killed_at, drivers[-1])
                 drivers[-1].kill()
-            zombie = Driver(streaming, tmp_path / "zombie.log")
+            zombie = start_driver(streaming, tmp_path / "zombie.log")
             drivers.append(zombie)
             paused_at = pause_mid_batch(zombie, checkpoint, bike_db, killed_at)
-            successor = Driver(args, tmp_path / "successor.log")  # available-now: to the end
+            successor = start_driver(args, tmp_path / "successor.log")  # available-now: to the end
             drivers.append(successor)
             assert successor.wait(RUN_DEADLINE_S) == 0, successor.log_tail()
             after_successor = stored(bike_db), published_cycles(client)
@@ -98,10 +99,8 @@ def test_kill_9_twice_and_a_zombie_driver_leave_exact_rides_and_cycles(broker, b
             log.info("zombie refused by %s", "the fence" if "fence" in refusal else "Spark's offset log")
             assert (stored(bike_db), published_cycles(client)) == after_successor  # it wrote nothing
         finally:
-            for driver in drivers:
-                if driver.proc.poll() is None:
-                    driver.signal(signal.SIGCONT)
-                    driver.kill()
+            for started in drivers:
+                started.kill_if_running()
 
         want_rides, bad_uuids = expected_history(with_uuids, HISTORY)
         got = stored(bike_db)
