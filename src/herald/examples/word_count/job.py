@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from herald.examples.word_count.journals import COUNTS_SELECTOR, DOCS_SELECTOR
 from herald.examples.word_count.tokens import bigrams
+from herald.pipelines.streaming import validate_trigger
 from herald.protocol.errors import HeraldError, Status, ValidationError
 
 __all__ = ["BadDocumentError", "WordCountSettings", "document_bigrams", "run_word_count", "start_word_count"]
@@ -80,12 +81,7 @@ class WordCountSettings:
             raise ValidationError("on_bad_document", f"want fail or skip, got {self.on_bad_document!r}")
         if self.max_bytes_per_trigger < 0:
             raise ValidationError("max_bytes_per_trigger", f"want >= 0, got {self.max_bytes_per_trigger}")
-        if self.trigger != "available-now":
-            try:
-                if float(self.trigger) <= 0:
-                    raise ValueError
-            except ValueError:
-                raise ValidationError("trigger", f"want available-now or seconds > 0 ({self.trigger!r})") from None
+        validate_trigger(self.trigger)
 
 
 def _document_text(value: bytes | None) -> str:
