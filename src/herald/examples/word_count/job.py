@@ -6,8 +6,9 @@ The query (Gazette's word-count consumer, on Spark)::
       → mapInArrow: each document's bigrams (`herald.examples.word_count.tokens`)
       → groupBy(bigram).count()          # running totals in the RocksDB state store
       → outputMode("update")             # each batch emits the new total of every bigram it touched
-      → foreachBatch: the herald sink's transaction (exactly once, mapped by bigram;
-        `herald.examples.word_count.output` says why not ``format("herald")``)
+      → foreachBatch: `herald.spark.batch_publisher.BatchPublisher`, the herald
+        sink's transaction (exactly once, mapped by bigram; Spark refuses update
+        mode on a Python data-source sink, so not ``format("herald")``)
 
 A micro-batch is the consumer transaction: the state store's version, the
 source offsets and the sink's ACK intents commit together, so after a crash the
@@ -133,13 +134,14 @@ def count_frame(spark: Any, s: WordCountSettings) -> Any:
 
 def start_word_count(spark: Any, s: WordCountSettings) -> Any:
     """Start the query (returns the StreamingQuery; the caller awaits it)."""
-    from herald.examples.word_count.output import publish_batch, sink_options
     from herald.pipelines.streaming import prepare_queries, with_trigger
+    from herald.spark import HeraldOptions
+    from herald.spark.batch_publisher import BatchPublisher
 
     prepare_queries(spark)
-    opts = sink_options(s.broker, s.output, str(Path(s.checkpoint) / "sink"))
-    writer = (count_frame(spark, s).writeStream.queryName(QUERY_NAME)
-              .foreachBatch(lambda frame, batch_id: publish_batch(opts, frame, batch_id))
+    opts = HeraldOptions.parse({"broker": s.broker, "selector": s.output, "mapping": "modulo",
+                                "stateLocation": str(Path(s.checkpoint) / "sink")}, streaming=True)
+    writer = (count_frame(spark, s).writeStream.queryName(QUERY_NAME).foreachBatch(BatchPublisher(opts))
               .option("checkpointLocation", str(Path(s.checkpoint) / "query")).outputMode("update"))
     return with_trigger(writer, s.trigger).start()
 
