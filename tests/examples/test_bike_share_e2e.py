@@ -1,5 +1,5 @@
 """bike-share end to end: the seed's load pipeline, then the Spark job killed with ``kill -9``
-mid-batch twice, then paused mid-batch while a second driver takes over its checkpoint.
+mid-batch, then paused mid-batch while another driver takes over its checkpoint.
 
 Afterwards PostgreSQL holds exactly each bike's latest rides and the bad rows with their
 offsets, the cycles journals hold exactly the planted cycles, each once, and the paused
@@ -33,6 +33,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(900)]
 log = logging.getLogger(__name__)
 
 HISTORY = 5
+KILLS = 1  # each driver start costs ~60-100 s of CI time; the zombie and its successor are two more
 RUN_DEADLINE_S = 400
 
 
@@ -59,7 +60,7 @@ def pause_mid_batch(zombie: DriverProcess, checkpoint, dsn: str, after: int) -> 
         after = n
 
 
-def test_kill_9_twice_and_a_zombie_driver_leave_exact_rides_and_cycles(broker, bike_db, tmp_path):
+def test_kill_9_mid_batch_and_a_zombie_driver_leave_exact_rides_and_cycles(broker, bike_db, tmp_path):
     seed = random.randrange(1 << 30)
     rnd = random.Random(seed)
     log.info("bike-share e2e seed=%d", seed)
@@ -79,7 +80,7 @@ def test_kill_9_twice_and_a_zombie_driver_leave_exact_rides_and_cycles(broker, b
         drivers: list[DriverProcess] = []
         try:
             killed_at = -1
-            for _ in range(2):  # kill -9 mid-batch, twice
+            for _ in range(KILLS):  # kill -9 mid-batch
                 drivers.append(start_driver(streaming, tmp_path / f"driver{len(drivers)}.log"))
                 killed_at = wait_mid_batch(checkpoint, killed_at, drivers[-1])
                 drivers[-1].kill()
@@ -105,7 +106,7 @@ def test_kill_9_twice_and_a_zombie_driver_leave_exact_rides_and_cycles(broker, b
         want_rides, bad_uuids = expected_history(with_uuids, HISTORY)
         got = stored(bike_db)
         assert got["rides"] == want_rides, (seed, len(got["rides"]), len(want_rides))
-        assert got["checkpoints"][0][1] == 4  # four drivers opened the store: fence 4
+        assert got["checkpoints"][0][1] == KILLS + 2  # every driver opened the store: the successor's fence
         assert sorted(f for _, _, f in got["bad"]) == ["bikeid", "starttime"]
         assert {record_at(client, j, o).split(b",")[0].decode() for j, o, _ in got["bad"]} == set(bad_uuids)
         want_cycles = sorted((p.bike_id, p.station_ids) for p in planted)
