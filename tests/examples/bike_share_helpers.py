@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -18,7 +17,7 @@ from herald.client.committed import is_ack, read_committed
 from herald.examples.bike_share.job import CYCLES_SELECTOR, RIDES_SELECTOR
 from herald.examples.bike_share.rides import BadRowError, parse_ride
 from herald.testing import wait_until
-from herald.testing.processes import kill_group
+from herald.testing.processes import DriverProcess
 
 HERALD = [sys.executable, "-m", "herald.cli.main"]
 
@@ -75,31 +74,10 @@ def record_at(client: BrokerClient, journal: str, offset: int) -> bytes:
     return data.split(b"\n", 1)[0]
 
 
-class Driver:
+def start_driver(args: list[str], log_path: Path) -> DriverProcess:
     """``python -m herald.examples.bike_share.cli run …`` in its own process group, so
     ``kill -9`` (or SIGSTOP) takes the JVM and the Python workers with it."""
-
-    def __init__(self, args: list[str], log_path: Path) -> None:
-        self.log_path = log_path
-        log = open(log_path, "ab")  # noqa: SIM115 — the child holds it
-        self.proc = subprocess.Popen([sys.executable, "-m", "herald.examples.bike_share.cli", "run", *args],
-                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                     env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
-        log.close()
-
-    def signal(self, sig: int) -> None:
-        os.killpg(self.proc.pid, sig)
-
-    def kill(self) -> None:
-        """kill -9 the group; return once none of it runs (the next driver must not
-        meet this one's JVM)."""
-        kill_group(self.proc)
-
-    def wait(self, deadline_s: float) -> int:
-        return self.proc.wait(deadline_s)
-
-    def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+    return DriverProcess("herald.examples.bike_share.cli", ["run", *args], log_path)
 
 
 def pending_batch(checkpoint: Path) -> int:
@@ -111,7 +89,7 @@ def pending_batch(checkpoint: Path) -> int:
     return max(pending) if pending else -1
 
 
-def wait_mid_batch(checkpoint: Path, after: int, driver: Driver, deadline_s: float = 240) -> int:
+def wait_mid_batch(checkpoint: Path, after: int, driver: DriverProcess, deadline_s: float = 240) -> int:
     """Wait until the driver, its fence taken, is inside a rides batch numbered above ``after``."""
     def inside() -> int | None:
         if driver.proc.poll() is not None:
@@ -129,5 +107,5 @@ def busy_sessions(dsn: str) -> int:
     return int(row[0]) if row else 0
 
 
-__all__ = ["Driver", "attach_uuids", "busy_sessions", "expected_history", "load", "pending_batch",
-           "published_cycles", "record_at", "stored", "wait_mid_batch"]
+__all__ = ["attach_uuids", "busy_sessions", "expected_history", "load", "pending_batch",
+           "published_cycles", "record_at", "start_driver", "stored", "wait_mid_batch"]

@@ -1,5 +1,5 @@
 """bike-share end to end: the seed's load pipeline, then the Spark job killed with ``kill -9``
-mid-batch twice, then paused mid-batch while a second driver takes over its checkpoint.
+mid-batch, then paused mid-batch while another driver takes over its checkpoint.
 
 Afterwards PostgreSQL holds exactly each bike's latest rides and the bad rows with their
 offsets, the cycles journals hold exactly the planted cycles, each once, and the paused
@@ -16,14 +16,15 @@ import pytest
 from herald.client import BrokerClient
 from herald.examples.bike_share.generate import GenerateSettings, generate
 from herald.examples.bike_share.specs import apply_journals
+from herald.testing.processes import DriverProcess
 from tests.examples.bike_share_helpers import (
-    Driver,
     attach_uuids,
     busy_sessions,
     expected_history,
     load,
     published_cycles,
     record_at,
+    start_driver,
     stored,
     wait_mid_batch,
 )
@@ -32,6 +33,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(900)]
 log = logging.getLogger(__name__)
 
 HISTORY = 5
+KILLS = 1  # each driver start costs ~60-100 s of CI time; the zombie and its successor are two more
 RUN_DEADLINE_S = 400
 
 
@@ -46,19 +48,19 @@ def plant_bad_rows(path, rnd: random.Random) -> None:
     path.write_text("".join(lines))
 
 
-def pause_mid_batch(driver: Driver, checkpoint, dsn: str, after: int) -> int:
+def pause_mid_batch(zombie: DriverProcess, checkpoint, dsn: str, after: int) -> int:
     """SIGSTOP the driver inside a rides batch, before that batch's transaction began."""
     while True:
-        n = wait_mid_batch(checkpoint, after, driver)
-        driver.signal(signal.SIGSTOP)
+        n = wait_mid_batch(checkpoint, after, zombie)
+        zombie.signal(signal.SIGSTOP)
         ckpt = stored(dsn)["checkpoints"]
         if ckpt and ckpt[0][0] < n and busy_sessions(dsn) == 0:
             return n
-        driver.signal(signal.SIGCONT)  # inside (or past) its transaction: try the next batch
+        zombie.signal(signal.SIGCONT)  # inside (or past) its transaction: try the next batch
         after = n
 
 
-def test_kill_9_twice_and_a_zombie_driver_leave_exact_rides_and_cycles(broker, bike_db, tmp_path):
+def test_kill_9_mid_batch_and_a_zombie_driver_leave_exact_rides_and_cycles(broker, bike_db, tmp_path):
     seed = random.randrange(1 << 30)
     rnd = random.Random(seed)
     log.info("bike-share e2e seed=%d", seed)
@@ -75,17 +77,17 @@ def test_kill_9_twice_and_a_zombie_driver_leave_exact_rides_and_cycles(broker, b
         args = ["--broker", broker.url, "--checkpoint", str(checkpoint), "--dsn", bike_db,
                 "--history", str(HISTORY)]
         streaming = [*args, "--trigger", "1s", "--max-bytes-per-trigger", "12000"]
-        drivers: list[Driver] = []
+        drivers: list[DriverProcess] = []
         try:
             killed_at = -1
-            for _ in range(2):  # kill -9 mid-batch, twice
-                drivers.append(Driver(streaming, tmp_path / f"driver{len(drivers)}.log"))
+            for _ in range(KILLS):  # kill -9 mid-batch
+                drivers.append(start_driver(streaming, tmp_path / f"driver{len(drivers)}.log"))
                 killed_at = wait_mid_batch(checkpoint, killed_at, drivers[-1])
                 drivers[-1].kill()
-            zombie = Driver(streaming, tmp_path / "zombie.log")
+            zombie = start_driver(streaming, tmp_path / "zombie.log")
             drivers.append(zombie)
             paused_at = pause_mid_batch(zombie, checkpoint, bike_db, killed_at)
-            successor = Driver(args, tmp_path / "successor.log")  # available-now: to the end
+            successor = start_driver(args, tmp_path / "successor.log")  # available-now: to the end
             drivers.append(successor)
             assert successor.wait(RUN_DEADLINE_S) == 0, successor.log_tail()
             after_successor = stored(bike_db), published_cycles(client)
@@ -98,15 +100,13 @@ def test_kill_9_twice_and_a_zombie_driver_leave_exact_rides_and_cycles(broker, b
             log.info("zombie refused by %s", "the fence" if "fence" in refusal else "Spark's offset log")
             assert (stored(bike_db), published_cycles(client)) == after_successor  # it wrote nothing
         finally:
-            for driver in drivers:
-                if driver.proc.poll() is None:
-                    driver.signal(signal.SIGCONT)
-                    driver.kill()
+            for started in drivers:
+                started.kill_if_running()
 
         want_rides, bad_uuids = expected_history(with_uuids, HISTORY)
         got = stored(bike_db)
         assert got["rides"] == want_rides, (seed, len(got["rides"]), len(want_rides))
-        assert got["checkpoints"][0][1] == 4  # four drivers opened the store: fence 4
+        assert got["checkpoints"][0][1] == KILLS + 2  # every driver opened the store: the successor's fence
         assert sorted(f for _, _, f in got["bad"]) == ["bikeid", "starttime"]
         assert {record_at(client, j, o).split(b",")[0].decode() for j, o, _ in got["bad"]} == set(bad_uuids)
         want_cycles = sorted((p.bike_id, p.station_ids) for p in planted)

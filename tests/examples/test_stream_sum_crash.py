@@ -4,11 +4,7 @@ etcd, in a loop, restarting each; every file's correct sum arrives exactly once.
 
 from __future__ import annotations
 
-import os
-import queue
 import random
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -25,7 +21,7 @@ from herald.examples.stream_sum.verify import Verifier
 from herald.message import NDJSONFraming
 from herald.testing import BrokerProcess, wait_for_route
 from herald.testing.etcd import EtcdProcess
-from herald.testing.processes import kill_group
+from herald.testing.processes import DriverProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(1800)]
 
@@ -38,49 +34,9 @@ SUM_TIMEOUT_S = 600.0
 BATCH_DEADLINE_S = 300.0
 
 
-class Summer:
-    """``python -m herald.examples.stream_sum.cli summer …`` in its own process group
-    (so ``kill -9`` takes its JVM and Python workers with it)."""
-
-    def __init__(self, broker: str, checkpoint: Path, log_path: Path) -> None:
-        self.log_path = log_path
-        self.log = open(log_path, "ab")  # noqa: SIM115 — open as long as the driver runs.
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "herald.examples.stream_sum.cli", "summer", "--broker", broker,
-             "--checkpoint", str(checkpoint), "--trigger", "0.5s"],
-            stdout=subprocess.PIPE, stderr=self.log, start_new_session=True,
-            env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self) -> None:
-        for raw in self.proc.stdout:
-            self.log.write(raw)
-            self.lines.put(raw.decode(errors="replace"))
-        self.lines.put("")
-
-    def wait_for_batch(self) -> None:
-        """Block until the driver reports a micro-batch with input (it is up and summing)."""
-        end = time.monotonic() + BATCH_DEADLINE_S
-        while (left := end - time.monotonic()) > 0:
-            try:
-                line = self.lines.get(timeout=left)
-            except queue.Empty:
-                break
-            if line.startswith("batch "):
-                return
-            if line == "":
-                raise AssertionError(f"summer exited ({self.proc.wait()}):\n{self.tail()}")
-        raise AssertionError(f"no batch from the summer in {BATCH_DEADLINE_S}s:\n{self.tail()}")
-
-    def tail(self) -> str:
-        self.log.flush()
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-40:])
-
-    def kill(self) -> None:
-        """kill -9 the group; return once none of it runs (the next driver must not
-        meet this one's JVM still holding the checkpoint)."""
-        kill_group(self.proc)
+def _summer(broker: str, checkpoint: Path, log_path: Path) -> DriverProcess:
+    return DriverProcess("herald.examples.stream_sum.cli", ["summer", "--broker", broker, "--checkpoint",
+                                                            str(checkpoint), "--trigger", "0.5s"], log_path)
 
 
 def _evidence(client: BrokerClient, file_ids: set[str]) -> str:
@@ -108,12 +64,12 @@ def test_kill_9_of_summer_broker_and_etcd_loses_and_repeats_no_sum(tmp_path):
     etcd = EtcdProcess(tmp_path / "etcd").start()
     brokers = _cluster(tmp_path, etcd)
     entry = brokers[0]  # the clients' broker; the others are the ones killed
-    summers: list[Summer] = []
+    summers: list[DriverProcess] = []
     try:
         with BrokerClient(entry.url, timeout_s=30) as client:
             for name in create_journals(entry.url, chunk_partitions=2, replication=2):
                 wait_for_route(client, name, 2, deadline_s=60)
-            summers.append(Summer(entry.url, tmp_path / "ckpt", tmp_path / "summer.log"))
+            summers.append(_summer(entry.url, tmp_path / "ckpt", tmp_path / "summer.log"))
             verifiers: list[Verifier] = []
             stop, lines, result = threading.Event(), [], []
             settings = ChunkerSettings(files=3, duration_s=3600, rate=5, max_chunks=5, max_chunk_bytes=256)
@@ -121,14 +77,14 @@ def test_kill_9_of_summer_broker_and_etcd_loses_and_repeats_no_sum(tmp_path):
                 client, 2, settings, SUM_TIMEOUT_S, report=lines.append, verifier_ready=verifiers.append,
                 stop=stop)))
             chunkers.start()
-            summers[-1].wait_for_batch()  # the warm-up file's
+            summers[-1].wait_for_batch_line(BATCH_DEADLINE_S)  # the warm-up file's
             survived = 0
             for i, victim in enumerate(KILLS):
                 time.sleep(rnd.uniform(1.0, 4.0))  # wait-ok: the random point of the crash.
                 if victim == "driver":
                     summers[-1].kill()
-                    summers.append(Summer(entry.url, tmp_path / "ckpt", tmp_path / "summer.log"))
-                    summers[-1].wait_for_batch()
+                    summers.append(_summer(entry.url, tmp_path / "ckpt", tmp_path / "summer.log"))
+                    summers[-1].wait_for_batch_line(BATCH_DEADLINE_S)
                 elif victim == "broker":
                     brokers[1 + i % 2].restart()
                 else:
@@ -146,7 +102,7 @@ def test_kill_9_of_summer_broker_and_etcd_loses_and_repeats_no_sum(tmp_path):
             if figures.violations:  # the evidence, before the temp dirs go
                 print("\n".join(figures.violations))
                 print(_evidence(client, {v.split(":")[0] for v in figures.violations}))
-        assert figures.violations == (), (figures, lines[-20:], summers[-1].tail())
+        assert figures.violations == (), (figures, lines[-20:], summers[-1].log_tail(40))
         assert figures.files_verified == figures.files_ended > 20
     finally:
         for summer in summers:

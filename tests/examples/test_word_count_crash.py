@@ -6,11 +6,7 @@ and every count update was published once (each bigram's totals only grow)."""
 from __future__ import annotations
 
 import logging
-import queue
 import random
-import subprocess
-import sys
-import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -22,7 +18,7 @@ from herald.client import BrokerClient, is_ack, read_committed
 from herald.examples.word_count.documents import publish_documents, read_documents
 from herald.examples.word_count.journals import COUNTS_SELECTOR, DOCS_SELECTOR, ensure_journals
 from herald.testing import wait_until
-from herald.testing.processes import kill_group
+from herald.testing.processes import DriverProcess
 from tests.examples.word_count_helpers import QueryService, corpus_counter, corpus_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(900)]
@@ -33,45 +29,8 @@ BATCH_LINE_DEADLINE_S = 240.0
 FINAL_RUN_DEADLINE_S = 300.0
 
 
-class Driver:
-    """``python -m herald.examples.word_count.cli run …`` in its own process group,
-    so ``kill -9`` takes the JVM and the Python workers with it."""
-
-    def __init__(self, args: list[str], log_path: Path) -> None:
-        self.log_path = log_path
-        self.log = open(log_path, "ab")  # noqa: SIM115 — open as long as the driver runs.
-        self.proc = subprocess.Popen([sys.executable, "-m", "herald.examples.word_count.cli", "run", *args],
-                                     stdout=subprocess.PIPE, stderr=self.log, start_new_session=True)
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self) -> None:
-        for raw in self.proc.stdout:
-            self.log.write(raw)
-            self.lines.put(raw.decode(errors="replace"))
-        self.lines.put("")  # EOF
-
-    def wait_for_batch_line(self) -> str:
-        end = time.monotonic() + BATCH_LINE_DEADLINE_S
-        while (left := end - time.monotonic()) > 0:
-            try:
-                line = self.lines.get(timeout=left)
-            except queue.Empty:
-                break
-            if line.startswith("batch "):
-                return line
-            if line == "":
-                raise AssertionError(f"driver exited ({self.proc.wait()}) before a batch:\n{self.log_tail()}")
-        raise AssertionError(f"no batch line before the deadline:\n{self.log_tail()}")
-
-    def log_tail(self) -> str:
-        self.log.flush()
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-40:])
-
-    def kill(self) -> None:
-        """kill -9 the group; return once none of it runs (the next driver must not
-        meet this one's JVM still holding the checkpoint's state)."""
-        kill_group(self.proc)
+def _driver(args: list[str], log_path: Path) -> DriverProcess:
+    return DriverProcess("herald.examples.word_count.cli", ["run", *args], log_path)
 
 
 def _published_totals(client: BrokerClient) -> dict[str, list[int]]:
@@ -93,23 +52,22 @@ def test_kill_9_of_the_word_count_driver_twice_leaves_counts_exact(broker, tmp_p
         ensure_journals(client, 2)
         publish_documents(client, DOCS_SELECTOR, read_documents(files))
         args = ["--checkpoint", str(tmp_path / "ckpt"), "--broker", broker.url, "--partitions", "2"]
-        drivers: list[Driver] = []
+        drivers: list[DriverProcess] = []
         try:
             for _ in range(KILLS):
                 # Small batches, so the kill lands with more of the stream to come.
-                driver = Driver([*args, "--trigger", "1s", "--max-bytes-per-trigger", "3000"], tmp_path / "driver.log")
+                driver = _driver([*args, "--trigger", "1s", "--max-bytes-per-trigger", "3000"], tmp_path / "driver.log")
                 drivers.append(driver)
-                driver.wait_for_batch_line()
+                driver.wait_for_batch_line(BATCH_LINE_DEADLINE_S)
                 time.sleep(rnd.uniform(0.0, 2.0))  # wait-ok: the random point of the crash.
                 driver.kill()
                 publish_documents(client, DOCS_SELECTOR, read_documents(files))  # Another copy, mid-stream.
-            final = Driver([*args, "--trigger", "available-now"], tmp_path / "driver.log")  # The rest at once.
+            final = _driver([*args, "--trigger", "available-now"], tmp_path / "driver.log")  # The rest at once.
             drivers.append(final)
-            assert final.proc.wait(FINAL_RUN_DEADLINE_S) == 0, final.log_tail()
+            assert final.wait(FINAL_RUN_DEADLINE_S) == 0, final.log_tail()
         finally:  # Never leave a driver (or its JVM) running after a failure.
             for driver in drivers:
-                if driver.proc.poll() is None:
-                    driver.kill()
+                driver.kill_if_running()
         heads = {info.name: client.write_head(info.name) for info in client.list(COUNTS_SELECTOR)}
         totals = _published_totals(client)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -15,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from herald.testing import Producer, make_journals
+from herald.testing.processes import kill_group
 from tests.spark.spark_helpers import reference_committed
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 CHILD = Path(__file__).with_name("crash_child.py")
+COMMITS_BEFORE_KILL = (0, 1, 2)  # one killed run each; each driver start costs ~30 s of CI time
 
 
 def _start(broker, ck, mode: str) -> subprocess.Popen:
@@ -59,15 +60,16 @@ def test_kill_9_at_random_points_still_yields_exactly_once(broker, client, tmp_p
     ck, rnd, expected = tmp_path / "ck", random.Random(os.getpid()), []
     children: list[subprocess.Popen] = []
     try:
-        expected += _publish_round(client, inputs, 0, 1500)
-        for round_ in range(5):
+        expected += _publish_round(client, inputs, 0, 600)  # ~10 batches of 4000 bytes
+        # Each run is killed at a different depth: before its first commit, after
+        # one, after two (then at a random point: planning, mid-batch, mid-commit…).
+        for round_, commits in enumerate(rnd.sample(COMMITS_BEFORE_KILL, len(COMMITS_BEFORE_KILL))):
             child = _start(broker, ck, "forever")
             children.append(child)
             assert child.stdout.readline().strip() == "started"  # Spark is up, the query running.
-            _wait_commits(ck, _commits(ck) + rnd.choice([0, 1, 1, 2]))
+            _wait_commits(ck, _commits(ck) + commits)
             time.sleep(rnd.uniform(0, 1.5))  # wait-ok: a random point: planning, mid-batch, mid-commit...
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait(30)
+            kill_group(child)  # and wait until none of its JVM runs: the next one takes its checkpoint
             expected += _publish_round(client, inputs, 10_000 * (round_ + 1), 300)
         assert _commits(ck) >= 3  # The killed runs made progress between kills.
         child = _start(broker, ck, "available-now")
@@ -76,7 +78,6 @@ def test_kill_9_at_random_points_still_yields_exactly_once(broker, client, tmp_p
     finally:  # never leave a driver (or its JVM) running after a failure
         for child in children:
             if child.poll() is None:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait(30)
+                kill_group(child)
     got = sorted(json.loads(v)["n"] for j in outputs for v in reference_committed(client, j))
     assert got == sorted(expected)

@@ -125,9 +125,9 @@ def dedupe_command(
         run_dedupe,
     )
     from herald.pipelines.reporting import PipelineReporter
-    from herald.pipelines.streaming import spark_session
+    from herald.pipelines.streaming import parse_trigger, spark_session
 
-    trigger_s = trigger if trigger == "available-now" else str(parse_window(trigger, "trigger"))
+    trigger_s = parse_trigger(trigger)
     settings = DedupeSettings(
         broker=config.resolve_broker_address(broker), input=input, output=output, checkpoint=checkpoint, key=key,
         time_field=time_field, window_s=parse_window(window), trigger=trigger_s, max_keys=max_keys,

@@ -46,7 +46,7 @@ from herald.pipelines.dedupe_control import FORMAT as CONTROL_FORMAT
 from herald.pipelines.dedupe_control import Boost, ControlSource, read_boost, write_boost
 from herald.pipelines.dedupe_metrics import DedupeMonitor, DedupeSummary
 from herald.pipelines.reporting import PipelineReporter
-from herald.pipelines.streaming import prepare_queries, with_trigger
+from herald.pipelines.streaming import prepare_queries, validate_trigger, with_trigger
 from herald.protocol.errors import ValidationError
 from herald.protocol.journal import parse_duration
 
@@ -93,12 +93,7 @@ class DedupeSettings:
             raise ValidationError("mapping", f"must be one of {', '.join(MAPPINGS)} ({self.mapping!r})")
         if not self.key:
             raise ValidationError("key", "must name the JSON field holding the message id")
-        if self.trigger != "available-now":
-            try:
-                if float(self.trigger) <= 0:
-                    raise ValueError
-            except ValueError:
-                raise ValidationError("trigger", f"want available-now or seconds > 0 ({self.trigger!r})") from None
+        validate_trigger(self.trigger)
 
     @property
     def window_ms(self) -> int:

@@ -10,10 +10,15 @@ sources to be found.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-__all__ = ["DEFAULT_MASTER", "ROCKSDB_PROVIDER", "configure_state_store", "prepare_queries", "spark_session",
-           "with_trigger"]
+from herald.protocol.errors import ValidationError
+
+__all__ = ["AVAILABLE_NOW", "DEFAULT_MASTER", "ROCKSDB_PROVIDER", "configure_state_store", "parse_trigger",
+           "prepare_queries", "spark_session", "validate_trigger", "with_trigger"]
+
+AVAILABLE_NOW = "available-now"
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 DEFAULT_MASTER = "local[2]"
@@ -58,9 +63,35 @@ def prepare_queries(spark: Any) -> None:
     spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
 
 
+def validate_trigger(trigger: str, field: str = "trigger") -> None:
+    """Check a job settings' ``trigger``: ``available-now`` or seconds > 0. Checked
+    when the settings are built, so a bad value is one ``error: …`` line naming the
+    flag, not a Spark exception once the session is up."""
+    if trigger == AVAILABLE_NOW:
+        return
+    try:
+        seconds = float(trigger)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValidationError(field, f"want available-now or seconds > 0 ({trigger!r})")
+
+
+def parse_trigger(text: str, field: str = "trigger") -> str:
+    """A ``--trigger`` flag (``available-now``, ``2s``, ``1m30s``) as a settings'
+    ``trigger``: ``available-now``, or the seconds as a string; validated."""
+    if text == AVAILABLE_NOW:
+        return text
+    from herald.pipelines.dedupe import parse_window  # dedupe imports this module
+
+    trigger = str(parse_window(text, field))
+    validate_trigger(trigger, field)
+    return trigger
+
+
 def with_trigger(writer: Any, trigger: str) -> Any:
     """``writer`` triggered by a job's ``--trigger``: ``available-now`` (drain the
     backlog, then stop) or seconds between micro-batches."""
-    if trigger == "available-now":
+    if trigger == AVAILABLE_NOW:
         return writer.trigger(availableNow=True)
     return writer.trigger(processingTime=f"{float(trigger)} seconds")

@@ -96,10 +96,9 @@ def run_command(
 ) -> None:
     """Find cycles (to the cycles journals) and keep ride history (PostgreSQL), exactly once."""
     from herald.examples.bike_share.job import BikeShareSettings, run_bike_share
-    from herald.pipelines.dedupe import parse_window
-    from herald.pipelines.streaming import spark_session
+    from herald.pipelines.streaming import parse_trigger, spark_session
 
-    trigger_s = trigger if trigger == "available-now" else str(parse_window(trigger, "trigger"))
+    trigger_s = parse_trigger(trigger)
     settings = BikeShareSettings(broker=config.resolve_broker_address(broker), checkpoint=checkpoint, dsn=dsn,
                                  history=history, min_length=min_length, trigger=trigger_s,
                                  max_bytes_per_trigger=max_bytes_per_trigger, on_bad_row=on_bad_row)

@@ -35,6 +35,7 @@ from typing import Any
 from herald.examples.bike_share.cycles import MIN_LENGTH, find_cycles
 from herald.examples.bike_share.rides import BadRowError, Ride, parse_record
 from herald.examples.bike_share.store import BadRow, RideStore, StoredRide
+from herald.pipelines.streaming import validate_trigger
 from herald.protocol.errors import HeraldError, Status, ValidationError
 
 __all__ = ["BikeShareSettings", "BadRecordError", "run_bike_share"]
@@ -72,6 +73,7 @@ class BikeShareSettings:
             raise ValidationError("history", f"want at least 1 ({self.history})")
         if self.min_length < 1:
             raise ValidationError("min_length", f"want at least 1 ({self.min_length})")
+        validate_trigger(self.trigger)
 
 
 class BadRecordError(HeraldError):

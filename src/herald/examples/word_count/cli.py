@@ -95,10 +95,9 @@ def run_command(
 ) -> None:
     """Count bigrams (RocksDB state) and publish each changed count exactly once."""
     from herald.examples.word_count.job import WordCountSettings, run_word_count
-    from herald.pipelines.dedupe import parse_window
-    from herald.pipelines.streaming import spark_session
+    from herald.pipelines.streaming import parse_trigger, spark_session
 
-    trigger_s = trigger if trigger == "available-now" else str(parse_window(trigger, "trigger"))
+    trigger_s = parse_trigger(trigger)
     settings = WordCountSettings(broker=config.resolve_broker_address(broker), checkpoint=checkpoint,
                                  input=input, output=output, trigger=trigger_s, on_bad_document=on_bad_document,
                                  max_bytes_per_trigger=max_bytes_per_trigger)

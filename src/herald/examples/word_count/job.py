@@ -6,8 +6,9 @@ The query (Gazette's word-count consumer, on Spark)::
       → mapInArrow: each document's bigrams (`herald.examples.word_count.tokens`)
       → groupBy(bigram).count()          # running totals in the RocksDB state store
       → outputMode("update")             # each batch emits the new total of every bigram it touched
-      → foreachBatch: the herald sink's transaction (exactly once, mapped by bigram;
-        `herald.examples.word_count.output` says why not ``format("herald")``)
+      → foreachBatch: `herald.spark.batch_publisher.BatchPublisher`, the herald
+        sink's transaction (exactly once, mapped by bigram; Spark refuses update
+        mode on a Python data-source sink, so not ``format("herald")``)
 
 A micro-batch is the consumer transaction: the state store's version, the
 source offsets and the sink's ACK intents commit together, so after a crash the
@@ -41,6 +42,7 @@ import pyarrow as pa
 
 from herald.examples.word_count.journals import COUNTS_SELECTOR, DOCS_SELECTOR
 from herald.examples.word_count.tokens import bigrams
+from herald.pipelines.streaming import validate_trigger
 from herald.protocol.errors import HeraldError, Status, ValidationError
 
 __all__ = ["BadDocumentError", "WordCountSettings", "document_bigrams", "run_word_count", "start_word_count"]
@@ -80,12 +82,7 @@ class WordCountSettings:
             raise ValidationError("on_bad_document", f"want fail or skip, got {self.on_bad_document!r}")
         if self.max_bytes_per_trigger < 0:
             raise ValidationError("max_bytes_per_trigger", f"want >= 0, got {self.max_bytes_per_trigger}")
-        if self.trigger != "available-now":
-            try:
-                if float(self.trigger) <= 0:
-                    raise ValueError
-            except ValueError:
-                raise ValidationError("trigger", f"want available-now or seconds > 0 ({self.trigger!r})") from None
+        validate_trigger(self.trigger)
 
 
 def _document_text(value: bytes | None) -> str:
@@ -137,13 +134,14 @@ def count_frame(spark: Any, s: WordCountSettings) -> Any:
 
 def start_word_count(spark: Any, s: WordCountSettings) -> Any:
     """Start the query (returns the StreamingQuery; the caller awaits it)."""
-    from herald.examples.word_count.output import publish_batch, sink_options
     from herald.pipelines.streaming import prepare_queries, with_trigger
+    from herald.spark import HeraldOptions
+    from herald.spark.batch_publisher import BatchPublisher
 
     prepare_queries(spark)
-    opts = sink_options(s.broker, s.output, str(Path(s.checkpoint) / "sink"))
-    writer = (count_frame(spark, s).writeStream.queryName(QUERY_NAME)
-              .foreachBatch(lambda frame, batch_id: publish_batch(opts, frame, batch_id))
+    opts = HeraldOptions.parse({"broker": s.broker, "selector": s.output, "mapping": "modulo",
+                                "stateLocation": str(Path(s.checkpoint) / "sink")}, streaming=True)
+    writer = (count_frame(spark, s).writeStream.queryName(QUERY_NAME).foreachBatch(BatchPublisher(opts))
               .option("checkpointLocation", str(Path(s.checkpoint) / "query")).outputMode("update"))
     return with_trigger(writer, s.trigger).start()
 
