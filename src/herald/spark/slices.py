@@ -135,7 +135,7 @@ def read_slice(s: StreamSlice) -> Iterator[pa.RecordBatch]:
     with s.opts.client() as client:
         if s.emit_begin > resume:
             assert isinstance(framing, NDJSONFraming), "only NDJSON slices are split"
-            resume = _state_pass(s, client, framing, errors, seq, resume, s.emit_begin)
+            resume, seq = _state_pass(s, client, framing, errors, seq, resume, s.emit_begin)
         if isinstance(framing, NDJSONFraming):
             last_end = yield from _scan_slice(s, client, framing, errors, seq, resume)
         else:
@@ -148,16 +148,20 @@ def read_slice(s: StreamSlice) -> Iterator[pa.RecordBatch]:
 
 
 def _state_pass(s: StreamSlice, client: BrokerClient, framing: NDJSONFraming, errors: DecodeErrors,
-                seq: Sequencer, resume: int, cut: int) -> int:
-    """Sequence ``[resume, cut)`` yielding nothing: the Sequencer state the
-    previous part reaches at ``cut``. Returns where this part's reading starts
-    (past a message straddling ``cut``, which the previous part yields)."""
-    scanner = BlockScanner(framing, errors)
+                seq: Sequencer, resume: int, cut: int) -> tuple[int, Sequencer]:
+    """Sequence ``[resume, cut)`` yielding nothing, scanning no values: returns
+    where this part's reading starts (past a message straddling ``cut``, which the
+    previous part yields) and the Sequencer state the previous part reaches at
+    ``cut``, as a checkpoint carries it: without the ring, whose envelopes this
+    pass left without values, so a span open at ``cut`` is replayed from the
+    journal at its ACK, as across micro-batches."""
+    scanner = BlockScanner(framing, errors, values=False)
     replay = replayer(client, framing, errors)
     for cols in scan_range(client, s.journal, scanner, resume, cut):
         for _ in sequence_block(s.journal, cols, seq, replay, s.opts.include_acks):
             pass
-    return max(cut, scanner.last_end)
+    offsets, states = seq.checkpoint(0)
+    return max(cut, scanner.last_end), Sequencer.from_checkpoint(Checkpoint(offsets, tuple(states)), s.opts.ring_size)
 
 
 def _scan_slice(s: StreamSlice, client: BrokerClient, framing: NDJSONFraming, errors: DecodeErrors,
