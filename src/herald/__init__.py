@@ -27,6 +27,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from herald.lean_httpx import install as _lean_httpx
+
+_lean_httpx()  # before any Herald module imports httpx: no click/rich/pygments in Spark workers
+
 __version__ = "0.1.0"
 
 #: Public name → the module that defines it.

@@ -47,3 +47,16 @@ def test_scan_equals_the_per_line_decoder(body, tail, base):
         value = cols.values[cols.offsets[i]:cols.offsets[i + 1]].tobytes()
         assert value == frame.value
         assert (cols.uuids[i].tobytes() if cols.has_uuid[i] else None) == frame.uuid
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(lines, max_size=30), st.integers(0, 1 << 40))
+def test_a_scan_without_values_keeps_positions_uuids_and_errors(body, base):
+    """What a state-only pass (herald.spark.slices) sequences by is unchanged."""
+    buf = b"".join(body)
+    full, consumed = scan_ndjson(buf, base, FRAMING)
+    bare, bare_consumed = scan_ndjson(buf, base, FRAMING, values=False)
+    assert bare_consumed == consumed and len(bare) == len(full) and len(bare.errors) == len(full.errors)
+    assert (bare.begins == full.begins).all() and (bare.ends == full.ends).all()
+    assert (bare.uuids == full.uuids).all() and (bare.has_uuid == full.has_uuid).all()
+    assert len(bare.values) == 0 and not bare.offsets.any()

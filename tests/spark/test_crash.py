@@ -55,7 +55,7 @@ def _publish_round(client, journals, start: int, count: int) -> list[int]:
 
 
 def test_kill_9_at_random_points_still_yields_exactly_once(broker, client, tmp_path):
-    inputs = make_journals(broker, "crash/in-0", "crash/in-1", labels={"app": "crash-in"})
+    inputs = make_journals(broker, "crash/in-0", "crash/in-1", labels={"app": "crash-in"}, length=1024)
     outputs = make_journals(broker, "crash/out-0", "crash/out-1", labels={"app": "crash-out"})
     ck, rnd, expected = tmp_path / "ck", random.Random(os.getpid()), []
     children: list[subprocess.Popen] = []

@@ -81,12 +81,14 @@ def uuid_fields(uuids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return producer, clock, (f["seq"] & 0x3FF).astype(np.int64)
 
 
-def scan_ndjson(buf: bytes, base: int, framing: NDJSONFraming) -> tuple[Columns, int]:
+def scan_ndjson(buf: bytes, base: int, framing: NDJSONFraming, values: bool = True) -> tuple[Columns, int]:
     """Scan the complete lines of ``buf`` (journal offset ``base``).
 
     Returns the columns and how many bytes were consumed (through the last newline);
     the caller keeps the rest for the next call. Lines whose UUID field is malformed
-    are dropped and reported in ``errors`` (as the per-line decoder does).
+    are dropped and reported in ``errors`` (as the per-line decoder does). With
+    ``values`` False the values are left out (every value empty): a pass that only
+    sequences needs positions and UUIDs, and copying the values is ≈ 1/4 of a scan.
     """
     data = np.frombuffer(buf, dtype=np.uint8)
     newlines = np.flatnonzero(data == 0x0A)
@@ -97,15 +99,20 @@ def scan_ndjson(buf: bytes, base: int, framing: NDJSONFraming) -> tuple[Columns,
     starts[1:] = newlines[:-1] + 1
     uuids, has_uuid = _fast_uuids(data, starts, newlines, framing._prefix)
     keep, errors = _slow_uuids(buf, base, starts, newlines, uuids, has_uuid, framing)
-    values = np.frombuffer(buf[:consumed].replace(b"\n", b""), dtype=np.uint8)  # memchr speed
     lengths = newlines - starts
+    if not values:
+        kept = np.zeros(0, dtype=np.uint8)
+    elif keep is not None:
+        kept = _drop_lines(data, starts, newlines, keep)
+    else:
+        kept = np.frombuffer(buf[:consumed].replace(b"\n", b""), dtype=np.uint8)  # memchr speed
     if keep is not None:
-        values = _drop_lines(data, starts, newlines, keep)
         starts, newlines, lengths = starts[keep], newlines[keep], lengths[keep]
         uuids, has_uuid = uuids[keep], has_uuid[keep]
     offsets = np.zeros(len(starts) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    return Columns(starts + base, newlines + 1 + base, uuids, has_uuid, values, offsets, errors), consumed
+    if values:
+        np.cumsum(lengths, out=offsets[1:])
+    return Columns(starts + base, newlines + 1 + base, uuids, has_uuid, kept, offsets, errors), consumed
 
 
 def _fast_uuids(data: np.ndarray, starts: np.ndarray, newlines: np.ndarray,

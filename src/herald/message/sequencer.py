@@ -22,100 +22,31 @@ crash mid-dequeue re-reads the ACK and re-emits the remainder ([I-SEQ-1]).
 
 from __future__ import annotations
 
-import enum
 import logging
 import struct
 from collections.abc import Iterable, Iterator, Mapping
-from typing import NamedTuple
 
 from herald.message.checkpoint import Checkpoint, ProducerState
-from herald.message.uuid import ACK_TXN, CONTINUE_TXN, OUTSIDE_TXN, flags_str, parse_uuid
-from herald.protocol.errors import HeraldError, Status, ValidationError
+from herald.message.outcomes import (
+    DUPLICATE_OUTCOMES,
+    NO_PRODUCER,
+    SPAN_OUTCOMES,
+    Envelope,
+    QueueOutcome,
+    ReplayError,
+)
+from herald.message.uuid import ACK_TXN, CONTINUE_TXN, OUTSIDE_TXN, flags_str
+from herald.protocol.errors import ValidationError
 
 __all__ = ["Checkpoint", "Envelope", "ProducerState", "QueueOutcome", "ReplayError", "Sequencer"]
 
 log = logging.getLogger(__name__)
 _unpack = struct.Struct(">IHHH6s").unpack  # The UUID layout, as in uuid.parse_uuid.
-_NO_PRODUCER = bytes(6)
 
 
-class Envelope(NamedTuple):
-    """A message at journal bytes ``[begin, end)``; ``uuid`` None = zero UUID.
-
-    An immutable NamedTuple rather than a frozen dataclass: readers build one per
-    message and it is ~2x cheaper to construct (and pickles for Spark).
-    """
-
-    journal: str
-    begin: int
-    end: int
-    uuid: bytes | None
-    value: bytes
-
-    @property
-    def producer(self) -> bytes:
-        return _NO_PRODUCER if self.uuid is None else self.uuid[10:16]
-
-    @property
-    def clock(self) -> int:
-        return 0 if self.uuid is None else parse_uuid(self.uuid)[1]
-
-    @property
-    def flags(self) -> int:
-        return 0 if self.uuid is None else ((self.uuid[8] << 8) | self.uuid[9]) & 0x3FF
-
-
-class QueueOutcome(enum.IntEnum):
-    """What ``queue_uncommitted`` decided (Gazette's values and metric labels)."""
-
-    OUTSIDE_ALREADY_ACKED = 0
-    OUTSIDE_COMMIT = 1
-    CONTINUE_ALREADY_ACKED = 2
-    CONTINUE_TXN_CLOCK_LARGER = 3
-    CONTINUE_BEGIN_SPAN = 4
-    CONTINUE_EXTEND_SPAN = 5
-    ACK_ROLLBACK = 6
-    ACK_EMPTY = 7
-    ACK_COMMIT_RING = 8
-    ACK_COMMIT_REPLAY = 9
-
-    @property
-    def label(self) -> str:
-        return _LABELS[self]
-
-    @property
-    def is_commit(self) -> bool:
-        """True if the caller must now dequeue with ``step()``."""
-        return self in _COMMITS
-
-
-_LABELS = dict(
-    zip(
-        QueueOutcome,
-        ["outsideAlreadyAcked", "outsideCommit", "continueAlreadyAcked", "continueRingClockLarger",
-         "continueBeginSpan", "continueExtendSpan", "ackRollback", "ackEmpty", "ackCommitRing", "ackCommitReplay"],
-    )
-)
-_COMMITS = frozenset(
-    {QueueOutcome.OUTSIDE_COMMIT, QueueOutcome.ACK_EMPTY, QueueOutcome.ACK_COMMIT_RING, QueueOutcome.ACK_COMMIT_REPLAY}
-)
-
-
-_DUPLICATES = frozenset(
-    {QueueOutcome.OUTSIDE_ALREADY_ACKED, QueueOutcome.CONTINUE_ALREADY_ACKED, QueueOutcome.CONTINUE_TXN_CLOCK_LARGER}
-)
-_SPANS = frozenset({QueueOutcome.CONTINUE_BEGIN_SPAN, QueueOutcome.CONTINUE_EXTEND_SPAN})
 # Enum class attribute access is slow; the hot path uses these module aliases.
 (_OUT_ACKED, _OUT_COMMIT, _CONT_ACKED, _CONT_LARGER, _CONT_BEGIN, _CONT_EXTEND,
  _ACK_ROLLBACK, _ACK_EMPTY, _ACK_RING, _ACK_REPLAY) = tuple(QueueOutcome)
-
-
-class ReplayError(HeraldError, ValueError):
-    """A replay iterator yielded an envelope outside ``replay_range()``: the
-    journal's content does not match what the sequencer saw (MESSAGE_DECODE_ERROR)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(Status.MESSAGE_DECODE_ERROR, message)
 
 
 class _Partial:
@@ -174,7 +105,7 @@ class Sequencer:
         self._evict_at_head()
         uuid = env.uuid
         if uuid is None:
-            producer, clock, flags = _NO_PRODUCER, 0, OUTSIDE_TXN
+            producer, clock, flags = NO_PRODUCER, 0, OUTSIDE_TXN
         elif len(uuid) == 16:  # parse_uuid, inlined: this runs per message.
             low, mid, hi, seq, producer = _unpack(uuid)
             clock = (low << 4) | (mid << 36) | ((hi & 0x0FFF) << 52) | ((seq >> 10) & 0xF)
@@ -226,9 +157,9 @@ class Sequencer:
 
     def _apply(self, env: Envelope, p: _Partial, clock: int, ring_clock: int, outcome: QueueOutcome) -> None:
         """Each outcome either sets ``_emit`` or advances offsets — never both."""
-        if outcome in _DUPLICATES:
+        if outcome in DUPLICATE_OUTCOMES:
             self.offsets[env.journal] = env.end  # Duplicate: only read through it.
-        elif outcome in _SPANS:
+        elif outcome in SPAN_OUTCOMES:
             if outcome == _CONT_BEGIN:
                 p.begin = env.begin
                 self._pending.add(p)

@@ -105,10 +105,12 @@ class BlockScanner:
     """NDJSON bytes → `Columns` a block at a time (numpy, `herald.message.columnar`):
     no Python object per message. Fed ``(offset, bytes)`` chunks of contiguous
     journal bytes starting on a message boundary; keeps a torn last line for the
-    next block. ``last_end`` is the end of the last complete line scanned."""
+    next block. ``last_end`` is the end of the last complete line scanned. With
+    ``values`` False, blocks carry no values (a state-only pass)."""
 
-    def __init__(self, framing: NDJSONFraming, errors: DecodeErrors, block_bytes: int = SCAN_BLOCK_BYTES) -> None:
-        self.framing, self.errors, self.block_bytes = framing, errors, block_bytes
+    def __init__(self, framing: NDJSONFraming, errors: DecodeErrors, block_bytes: int = SCAN_BLOCK_BYTES,
+                 values: bool = True) -> None:
+        self.framing, self.errors, self.block_bytes, self.values = framing, errors, block_bytes, values
         self._parts: list[bytes] = []
         self._size, self._base = 0, -1
         self.last_end = -1
@@ -136,7 +138,7 @@ class BlockScanner:
         if not self._size:
             return None
         buf = b"".join(self._parts)
-        cols, used = scan_ndjson(buf, self._base, self.framing)
+        cols, used = scan_ndjson(buf, self._base, self.framing, self.values)
         for error in cols.errors:
             on_decode_error(self.errors, error)
         if used:

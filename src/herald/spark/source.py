@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -30,7 +30,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from herald.client import BrokerClient
-from herald.message import Checkpoint, Envelope, Framing, Sequencer, duration_to_clock, framing_for, sequence
+from herald.message import Checkpoint, Envelope, Sequencer, framing_for, sequence
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming, content_type_of
 from herald.spark.budget import row_budget_ends, sampler_of, share_bytes
@@ -47,16 +47,15 @@ from herald.spark.reading import (
     plan_pieces,
     replayer,
     scan_batches,
-    scan_range,
     split_committed,
 )
-from herald.spark.rows import SPARK_SCHEMA, RowBuffer, columns_batch
-from herald.spark.state import Snapshot, SnapshotStore
+from herald.spark.rows import SPARK_SCHEMA, RowBuffer
+from herald.spark.slices import MIN_PART_BYTES, StreamSlice, default_parallelism, read_slice, split_slice
+from herald.spark.state import SnapshotStore
 
 __all__ = ["HeraldDataSource"]
 
 log = logging.getLogger(__name__)
-PRUNE_HORIZON_CLOCK = duration_to_clock(24 * 3600 * 10**9)  # Gazette consumers' 24 h.
 DEFAULT_CONTENT_TYPE = NDJSONFraming.content_type
 
 
@@ -236,17 +235,6 @@ def _piece_frames(client: BrokerClient, piece: Piece, framing: object, errors: D
 # -- streaming -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class StreamSlice:
-    """One journal's bytes ``[start, end)`` of one micro-batch."""
-
-    opts: HeraldOptions
-    journal: str
-    content_type: str
-    start: int
-    end: int
-
-
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets are ``{journal: byte offset}``. Journals that start matching the
     selector join the stream at offset 0. ``maxBytesPerTrigger`` and
@@ -302,8 +290,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return end
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        """Driver: one slice per journal with new bytes in this batch."""
-        out = []
+        """Driver: one slice per journal with new bytes in this batch, a large one
+        cut into parts read in parallel."""
+        slices: list[StreamSlice] = []
         with self.opts.client() as client:
             for journal in sorted(end):
                 lo, hi = int(start.get(journal, 0)) if start else 0, int(end[journal])
@@ -313,8 +302,14 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     if journal not in self._content_types:
                         self._heads()
                     content_type = self._content_types.get(journal, DEFAULT_CONTENT_TYPE)
-                    out.append(InputPartition(StreamSlice(self.opts, journal, content_type, lo, hi)))
-        return out
+                    slices.append(StreamSlice(self.opts, journal, content_type, lo, hi))
+            return [InputPartition(part) for part in self._parts(client, slices)]
+
+    def _parts(self, client: BrokerClient, slices: list[StreamSlice]) -> list[StreamSlice]:
+        """Fewer slices than tasks to fill: cut the large ones (`herald.spark.slices`)."""
+        per_slice = default_parallelism(self.opts) // max(1, len(slices))
+        min_bytes = self.opts.split_bytes or MIN_PART_BYTES
+        return [part for s in slices for part in split_slice(client, s, per_slice, min_bytes)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: one journal slice, from and to a sequencer snapshot."""
@@ -326,71 +321,3 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         store = SnapshotStore(self.opts.state_location)
         for journal, offset in end.items():
             store.prune(journal, int(offset))
-
-
-def read_slice(s: StreamSlice) -> Iterator[pa.RecordBatch]:
-    """Read ``[s.start, s.end)`` from the snapshot at ``start``; save the one at
-    ``end`` after the last row is yielded (a task that dies earlier saves
-    nothing, and its retry starts over from the same snapshot)."""
-    store = SnapshotStore(s.opts.state_location)
-    snap = store.load(s.journal, s.start) or Snapshot(s.start, Checkpoint({}))
-    framing = framing_for(s.content_type, s.opts.uuid_field)
-    resume = max(snap.resume, s.start)
-    seq = Sequencer.from_checkpoint(snap.checkpoint, s.opts.ring_size)
-    errors = s.opts.decode_errors(s.journal)
-    with s.opts.client() as client:
-        if isinstance(framing, NDJSONFraming):
-            last_end = yield from _scan_slice(s, client, framing, errors, seq, resume)
-        else:
-            last_end = yield from _decode_slice(s, client, framing, errors, seq, resume)
-    offsets, states = seq.checkpoint(PRUNE_HORIZON_CLOCK)
-    resume = max(resume, s.end, last_end)  # Past a message straddling ``end``.
-    store.save(s.journal, s.end, Snapshot(resume, Checkpoint(offsets, tuple(states))))
-
-
-def _scan_slice(s: StreamSlice, client: BrokerClient, framing: NDJSONFraming, errors: DecodeErrors,
-                seq: Sequencer, resume: int) -> Generator[pa.RecordBatch, None, int]:
-    """NDJSON: blocks scanned with numpy, sequenced in bulk; returns the end of the last message."""
-    scanner = BlockScanner(framing, errors)
-    blocks = scan_range(client, s.journal, scanner, resume, s.end) if resume < s.end else iter(())
-    if s.opts.committed:
-        yield from committed_batches(s.journal, blocks, seq, replayer(client, framing, errors), s.opts.include_acks)
-    else:
-        for cols in blocks:
-            yield columns_batch(s.journal, cols)
-    return scanner.last_end
-
-
-def _decode_slice(s: StreamSlice, client: BrokerClient, framing: Framing, errors: DecodeErrors,
-                  seq: Sequencer, resume: int) -> Generator[pa.RecordBatch, None, int]:
-    """Other framings: one `Frame` per message, sequenced one by one."""
-    rows = RowBuffer(s.journal)
-    frames = _tracked(decode_range(client, s.journal, framing, resume, s.end, errors)
-                      if resume < s.end else iter(()))
-    if s.opts.committed:
-        envelopes = (Envelope(s.journal, f.begin, f.end, f.uuid, f.value) for f in frames)
-        out = ((e.begin, e.end, e.uuid, e.value) for e in sequence(
-            envelopes, seq, replayer(client, framing, errors), s.opts.include_acks))
-    else:
-        out = ((f.begin, f.end, f.uuid, f.value) for f in frames)
-    for row in out:
-        if (batch := rows.add(*row)) is not None:
-            yield batch
-    if (batch := rows.flush()) is not None:
-        yield batch
-    return frames.last_end
-
-
-class _tracked:
-    """Iterates frames, remembering the end of the last one."""
-
-    def __init__(self, frames: Iterator) -> None:
-        self._frames, self.last_end = frames, 0
-
-    def __iter__(self) -> _tracked:
-        return self
-
-    def __next__(self):  # noqa: ANN204
-        f = next(self._frames)
-        self.last_end = f.end
-        return f

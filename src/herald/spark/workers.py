@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 PROBE = "import herald.spark.source"
 PROBE_TIMEOUT_S = 60.0
 _zips: dict[Path, Path] = {}
+#: (worker Python, PYTHONPATH) already seen importing Herald unaided: a pipeline
+#: registers the format for every query it starts, and each probe is a fresh
+#: interpreter importing PySpark (≈0.6 s CPU, seconds on a busy machine).
+_imports_plainly: set[tuple[str, str]] = set()
 
 
 class WorkersCannotImportError(HeraldError):
@@ -100,8 +104,12 @@ def ensure_importable(spark: Any, ship: bool | None = None) -> bool:
     if ship is None and not local:
         ship = True
     if ship is None:
+        probe_key = (python, os.environ.get("PYTHONPATH", ""))
+        if probe_key in _imports_plainly:
+            return False
         missing = _missing_module(python, None)
         if missing is None:
+            _imports_plainly.add(probe_key)
             return False
         if missing.split(".")[0] != "herald":
             raise WorkersCannotImportError(python, missing)
