@@ -1,0 +1,61 @@
+"""`herald.spark.pyspark_zip`: PySpark's zip gains bytecode that Python really uses,
+with tracebacks still naming the zip, and a second run changes nothing."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from herald.spark.pyspark_zip import installed_zip, precompile
+
+ZIP = installed_zip()
+pytestmark = pytest.mark.skipif(ZIP is None, reason="this PySpark has no pyspark.zip")
+
+
+@pytest.fixture
+def zip_copy(tmp_path):
+    """A pristine copy: the sources only, as pip installs it."""
+    path = tmp_path / "pyspark.zip"
+    with zipfile.ZipFile(ZIP) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in src.infolist():
+            if not info.filename.endswith(".pyc"):
+                out.writestr(info, src.read(info))
+    return path
+
+
+def _import_from(zip_path, code: str) -> str:
+    out = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(zip_path)!r}); {code}"],
+                         capture_output=True, text=True, timeout=120)
+    return out.stdout + out.stderr
+
+
+def test_every_source_gains_bytecode_that_imports_use(zip_copy):
+    sources = [n for n in zipfile.ZipFile(zip_copy).namelist() if n.endswith(".py")]
+    assert precompile(zip_copy) == len(sources) > 100
+    names = set(zipfile.ZipFile(zip_copy).namelist())
+    assert all(n + "c" in names for n in sources)
+    out = _import_from(zip_copy, "import pyspark.worker as w; print(w.__file__)")
+    assert out.strip().endswith("pyspark.zip/pyspark/worker.pyc"), out
+
+
+def test_a_traceback_names_the_zip_and_a_second_run_adds_nothing(zip_copy):
+    precompile(zip_copy)
+    before = zip_copy.read_bytes()
+    assert precompile(zip_copy) == 0
+    assert zip_copy.read_bytes() == before
+    out = _import_from(zip_copy, "import pyspark.sql.types as t; t.StructType.fromJson({})")
+    assert f"{zip_copy}/pyspark/sql/types.py" in out, out
+
+
+def test_the_command_line_names_what_it_did(zip_copy):
+    copy = zip_copy.with_name("other.zip")
+    shutil.copy(zip_copy, copy)
+    first = subprocess.run([sys.executable, "-m", "herald.spark.pyspark_zip", str(copy)],
+                           capture_output=True, text=True, check=True).stdout
+    again = subprocess.run([sys.executable, "-m", "herald.spark.pyspark_zip", str(copy)],
+                           capture_output=True, text=True, check=True).stdout
+    assert "modules precompiled" in first and "already precompiled" in again, (first, again)
