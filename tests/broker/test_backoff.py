@@ -26,3 +26,12 @@ def test_warnings_are_rate_limited_and_count_what_they_stand_for():
     said = [w for w in warnings if w]
     assert len(said) == 2  # at 0 s and at 10 s, not 2000 lines
     assert said[1].startswith("1000 failures in the last 10 s")
+
+
+def test_an_attempt_a_hair_before_its_slot_is_due():
+    """asyncio may run a timer a clock tick early: a caller that slept exactly
+    ``wait_s`` must find the attempt due, not be refused with "next try in 0.0 s"."""
+    pacer = RetryPacer(rnd=random.Random(3))
+    pacer.failed(100.0)
+    assert pacer.wait_s(pacer.retry_at - 1e-6) == 0.0
+    assert pacer.wait_s(pacer.retry_at - 0.01) > 0.0

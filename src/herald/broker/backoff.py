@@ -12,6 +12,9 @@ import random
 __all__ = ["RetryPacer"]
 
 
+DUE_WITHIN_S = 1e-3
+
+
 class RetryPacer:
     """When to try again after consecutive failures, and when to say so."""
 
@@ -41,5 +44,8 @@ class RetryPacer:
         self.failures, self.retry_at, self._warned_at, self._unwarned = 0, 0.0, None, 0
 
     def wait_s(self, now: float) -> float:
-        """How long until the next attempt is due (0: now)."""
-        return max(0.0, self.retry_at - now)
+        """How long until the next attempt is due (0: now). Within a millisecond is
+        now: asyncio runs a timer up to its clock's resolution early, and a caller
+        that slept exactly ``wait_s`` must then find the attempt due, not refuse it."""
+        left = self.retry_at - now
+        return left if left > DUE_WITHIN_S else 0.0

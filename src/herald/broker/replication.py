@@ -29,6 +29,7 @@ from herald.broker.backoff import RetryPacer
 from herald.broker.endpoints import Endpoint, Param, add_endpoints
 from herald.broker.metrics import METRICS
 from herald.broker.preconditions import catch_up_to_index
+from herald.broker.proxy import ROUTE_REVISION_HEADER, route_revision
 from herald.protocol.errors import HeraldError, Status, ValidationError, with_field_prefix
 from herald.protocol.labels import LabelSet
 
@@ -44,8 +45,9 @@ class Pipeline:
 
     def __init__(self, journal: str, peers: list[str], session: aiohttp.ClientSession,
                  advertise: Callable[[], Awaitable[None]], primary: str = "",
-                 credentials: Callable[[], dict[str, str]] = dict):
+                 credentials: Callable[[], dict[str, str]] = dict, revision: Callable[[], int] = lambda: 0):
         self.journal = journal
+        self.revision = revision  # our keyspace revision: a peer behind it catches up before judging us
         self.credentials = credentials  # the primary's own token for its peers
         self.primary = primary  # our member id: peers refuse a primary their route disagrees with
         self.peers = peers
@@ -118,7 +120,8 @@ class Pipeline:
 
     async def _post(self, peer: str, path: str, params: dict, body: bytes,
                     headers: dict | None = None) -> dict:
-        headers = {**(headers or {}), **self.credentials(), PRIMARY_HEADER: self.primary}
+        headers = {**(headers or {}), **self.credentials(), PRIMARY_HEADER: self.primary,
+                   ROUTE_REVISION_HEADER: str(self.revision())}
         started = time.perf_counter()
         try:
             async with self.session.post(f"{peer}{path}", params=params, data=body, headers=headers,
@@ -139,24 +142,37 @@ class Pipeline:
 # -- the peer side ---------------------------------------------------------------------
 
 
-def _replica(request: web.Request):
+async def _replica(request: web.Request):
     """The local replica a primary writes to — only if our route agrees it is primary.
 
     A deposed primary (its lease expired, e.g. partitioned from etcd) may still send
     writes; refusing them with WRONG_ROUTE keeps two primaries from ever both
-    acknowledging appends through the same peers.
+    acknowledging appends through the same peers. A primary newer than our view of
+    the keyspace (it was just assigned, and so were we) is judged only once we have
+    applied the revision it sends, as a proxied request is: otherwise a new
+    journal's first append failed while its peers were still a watch event behind.
     """
     broker = request.app["broker"]
     name = request.query.get("journal", "")
     authorize_journal(request, name)
+    try:
+        return _agreed_replica(broker, name, request.headers.get(PRIMARY_HEADER, ""))
+    except HeraldError:
+        revision = route_revision(request)
+        if revision <= broker.keyspace.revision:
+            raise
+    await broker.catch_up_to_route(name, False, revision)
+    return _agreed_replica(broker, name, request.headers.get(PRIMARY_HEADER, ""))
+
+
+def _agreed_replica(broker, name: str, claimed_primary: str):
     journal = broker.journals.get(name)
     if journal is None:
         raise HeraldError(Status.NOT_JOURNAL_BROKER, f"this broker is not a replica of {name}", "journal")
     primary = broker.route(name).primary_member
-    if str(primary) != request.headers.get(PRIMARY_HEADER, ""):
+    if str(primary) != claimed_primary:
         raise HeraldError(Status.WRONG_ROUTE,
-                          f"{request.headers.get(PRIMARY_HEADER)} is not the primary of {name} here "
-                          f"(route says {primary})", "journal")
+                          f"{claimed_primary} is not the primary of {name} here (route says {primary})", "journal")
     return journal
 
 
@@ -189,7 +205,7 @@ def _sync_request(raw: bytes) -> tuple[int, LabelSet, int]:
 async def handle_sync(request: web.Request) -> web.Response:
     """Peers only: roll this replica forward to the primary's end, and say where it is."""
     end, registers, fragment_begin = _sync_request(await request.read())
-    journal = _replica(request)
+    journal = await _replica(request)
     begin, end, registers = await journal.sync_to(end, registers, fragment_begin)
     return web.json_response({"begin": begin, "end": end, "registers": registers.to_list()}, dumps=_dumps)
 
@@ -204,7 +220,7 @@ async def handle_append(request: web.Request) -> web.Response:
         registers = LabelSet.parse(request.headers.get("X-Registers", ""))
     except ValidationError as err:
         raise ValidationError("X-Registers", err.message) from None
-    journal = _replica(request)
+    journal = await _replica(request)
     content = await request.read()
     if begin + len(content) > MAX_OFFSET:
         raise ValidationError("begin", "the append would pass the largest offset")

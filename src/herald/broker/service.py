@@ -189,7 +189,8 @@ class Broker:
             name = journal.spec.name
             journal.become_primary(Pipeline(name, peers, self.session, lambda: self._advertise(name),
                                             primary=str(self.member_id),
-                                            credentials=lambda: self.peer_headers(Capability.REPLICATE, name)))
+                                            credentials=lambda: self.peer_headers(Capability.REPLICATE, name),
+                                            revision=lambda: self.keyspace.revision))
             journal.poke()  # sync the new peerset now, without waiting for an append
         else:
             journal.become_primary(journal.pipeline)  # same peers: keep the synced pipeline
