@@ -59,3 +59,13 @@ def test_the_command_line_names_what_it_did(zip_copy):
     again = subprocess.run([sys.executable, "-m", "herald.spark.pyspark_zip", str(copy)],
                            capture_output=True, text=True, check=True).stdout
     assert "modules precompiled" in first and "already precompiled" in again, (first, again)
+
+
+def test_a_file_that_is_not_a_zip_is_one_error_line_and_left_alone(tmp_path):
+    bogus = tmp_path / "pyspark.zip"
+    bogus.write_bytes(b"not a zip at all")
+    out = subprocess.run([sys.executable, "-m", "herald.spark.pyspark_zip", str(bogus)],
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and out.stderr.startswith("error: pyspark.zip:") and "Traceback" not in out.stderr
+    assert bogus.read_bytes() == b"not a zip at all"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pyspark.zip"]  # no temp file left

@@ -76,7 +76,11 @@ def main() -> int:
     if path is None:
         print("pyspark.zip: none found (PySpark not installed with its zip); nothing to do")
         return 0
-    added = precompile(path)
+    try:
+        added = precompile(path)
+    except (OSError, zipfile.BadZipFile) as err:
+        print(f"error: pyspark.zip: {path}: {err}", file=sys.stderr)
+        return 1
     done = f"{added} modules precompiled in" if added else "already precompiled:"
     print(f"pyspark.zip: {done} {path}")
     return 0
