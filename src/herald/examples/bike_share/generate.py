@@ -111,7 +111,10 @@ def _background(bike: _Bike, stations: list[Station], rnd: random.Random, n: int
 
 def _planted(bike: _Bike, stations: list[Station], rnd: random.Random) -> PlantedCycle:
     length = rnd.randint(*CYCLE_LENGTHS)
-    home = rnd.choice([s for s in stations if s.id != bike.at.id])
+    # Neither where the bike stands nor where its last ride ended: a cycle leaving the
+    # last ride's end would join the segment before it, and no relocation would show.
+    last_end = bike.rides[-1][2].id if bike.rides else None
+    home = rnd.choice([s for s in stations if s.id not in (bike.at.id, last_end)])
     _relocate(bike, stations, rnd, home)
     for stop in rnd.sample([s for s in stations if s.id != home.id], length - 1) + [home]:
         _ride(bike, stop, rnd)
