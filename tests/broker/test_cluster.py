@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 
 import httpx
@@ -13,6 +12,7 @@ import pytest
 from herald import testing
 from herald.client import BrokerClient
 from herald.testing import apply_specs, journal_spec
+from tests.broker.acked_writers import AckedWriters
 
 pytestmark = pytest.mark.slow
 LEASE = "4s"  # short for fast fail-over, long enough for a loaded CI machine
@@ -93,38 +93,11 @@ def test_kill_9_of_primary_loses_no_acknowledged_byte(cluster):
     route = wait_for_route(urls[0], "failover/journal", 2)
     primary = cluster[member_key(route["members"][0])]
     survivors = [b for b in cluster.values() if b is not primary]
-    acked: list[tuple[int, bytes]] = []
-    unexpected: list[str] = []
-    stop = threading.Event()
-
-    def writer():
-        with httpx.Client(timeout=30) as http:
-            i = 0
-            while not stop.is_set():
-                body = f"record {i}\n".encode()
-                resp = http.put(f"{survivors[0].url}/failover/journal", content=body)
-                if resp.status_code not in (204, 421, 503):  # clean, retryable failures only
-                    unexpected.append(resp.text)
-                    return
-                if resp.status_code == 204:
-                    acked.append((int(resp.headers["X-Commit-Begin"]), body))
-                    i += 1
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        while len(acked) < 50:
-            time.sleep(0.01)  # wait-ok: let the writer get going before the crash
+    with AckedWriters(f"{survivors[0].url}/failover/journal") as writers:
+        writers.wait_for(50, 60, "appends did not start")
         primary.kill()
-        before = len(acked)
-        deadline = time.monotonic() + 30
-        while len(acked) < before + 50:
-            assert not unexpected, unexpected
-            assert time.monotonic() < deadline, "appends did not resume after fail-over"
-            time.sleep(0.05)  # wait-ok: observing the writer thread's progress
-    finally:
-        stop.set()
-        thread.join()
+        writers.wait_for(len(writers.acked) + 50, 30, "appends did not resume after fail-over")
+    acked = writers.acked
     contents = [whole_journal(b.url, "failover/journal") for b in survivors]
     assert contents[0] == contents[1]  # identical on every replica
     for begin, body in acked:

@@ -7,13 +7,10 @@ twice
 
 from __future__ import annotations
 
-import threading
-import time
-
-import httpx
 import pytest
 
 from herald.testing import apply_specs, journal_spec
+from tests.broker.acked_writers import AckedWriters
 from tests.broker.test_cluster import cluster, member_key, wait_for_route, whole_journal
 
 __all__ = ["cluster"]  # the fixture, shared with test_cluster
@@ -30,41 +27,12 @@ def test_kill_9_of_a_replica_under_concurrent_writers_loses_no_acknowledged_byte
     route = wait_for_route(urls[0], "pipelined/journal", 2)
     primary = cluster[member_key(route["members"][0])]
     victim = cluster[member_key(route["members"][1])]
-    acked: list[tuple[int, bytes]] = []
-    unexpected: list[str] = []
-    stop = threading.Event()
-
-    def writer(n: int) -> None:
-        with httpx.Client(timeout=30) as http:
-            i = 0
-            while not stop.is_set():
-                body = f"writer {n} record {i}\n".encode()
-                resp = http.put(f"{primary.url}/pipelined/journal", content=body)
-                if resp.status_code not in (204, 421, 503):  # clean, retryable failures only
-                    unexpected.append(resp.text)
-                    return
-                if resp.status_code == 204:
-                    acked.append((int(resp.headers["X-Commit-Begin"]), body))
-                    i += 1
-
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
-    for thread in threads:
-        thread.start()
-    try:
-        while len(acked) < 200:
-            assert not unexpected, unexpected
-            time.sleep(0.01)  # wait-ok: let the writers fill the pipeline before the crash
+    with AckedWriters(f"{primary.url}/pipelined/journal", WRITERS) as writers:
+        writers.wait_for(200, 60, "appends did not start")  # the pipeline full before the crash
         victim.kill()
-        before = len(acked)
-        deadline = time.monotonic() + 45
-        while len(acked) < before + 200:  # resumed once the spare replaced the dead replica
-            assert not unexpected, unexpected
-            assert time.monotonic() < deadline, "appends did not resume after the replica died"
-            time.sleep(0.05)  # wait-ok: observing the writer threads' progress
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join()
+        # Resumed once the spare replaced the dead replica.
+        writers.wait_for(len(writers.acked) + 200, 45, "appends did not resume after the replica died")
+    acked = writers.acked
     # A group acknowledged after an earlier one failed would be missing here: the
     # primary rolled back over it and later groups took its offsets [I-APPEND-2].
     expected = whole_journal(primary.url, "pipelined/journal")

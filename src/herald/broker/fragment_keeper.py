@@ -189,12 +189,18 @@ class FragmentKeeper:
 
     async def _list_now(self) -> None:
         try:
+            await self._list_into_index()
+        finally:
+            self._listing_now, self._listed_now_at = None, asyncio.get_running_loop().time()
+
+    async def _list_into_index(self) -> None:
+        """One listing of the stores into the index (waking readers it may serve); a
+        failed listing is logged and leaves the index as it was."""
+        try:
             self.journal.index.replace_remote(await self.list_stores())
             self.journal.wake_readers()
         except OSError as err:
             log.warning("store listing failed: %s", err, extra={"journal": self.journal.spec.name})
-        finally:
-            self._listing_now, self._listed_now_at = None, asyncio.get_running_loop().time()
 
     def stop_refreshing(self) -> None:
         """No further listings (the journal is closing); one running is stopped with
@@ -221,10 +227,7 @@ class FragmentKeeper:
 
     async def _refresh_once(self) -> None:
         try:
-            self.journal.index.replace_remote(await self.list_stores())
-            self.journal.wake_readers()
-        except OSError as err:
-            log.warning("store listing failed: %s", err, extra={"journal": self.journal.spec.name})
+            await self._list_into_index()
         finally:
             self._refresh_running = False
         if self._refresh_again:
