@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterator
-from typing import Any
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
@@ -44,12 +45,33 @@ MAX_STALLED_OPENS = 6
 HTTP_CHUNK_BYTES = 1 << 20
 
 
+T = TypeVar("T")
+
+
 def is_transient(err: BaseException) -> bool:
     """Worth retrying: the broker was unreachable or answered a 5xx-class status.
     Never cached: the next attempt starts fresh (Gazette issue #462)."""
     if isinstance(err, httpx.TransportError):
         return True
     return isinstance(err, HeraldError) and err.status in TRANSIENT_STATUSES
+
+
+def retry_transient(call: Callable[[], T], deadline_s: float, what: str) -> T:
+    """``call()``, again after each transient broker error (`is_transient`) until
+    ``deadline_s`` has passed: a fail-over's leases and re-assignment take seconds,
+    and a peerset briefly short of its replication refuses appends meanwhile.
+    Only for calls that are safe to repeat (reads, or appends whose repetition
+    readers already ignore, such as ACK intents)."""
+    backoff, deadline = Backoff(), time.monotonic() + deadline_s
+    while True:
+        try:
+            return call()
+        except Exception as err:  # noqa: BLE001 - only transient errors are retried; others raise
+            if not is_transient(err) or time.monotonic() > deadline:
+                raise
+            logging.getLogger(__name__).info("%s: a transient broker error, retrying", what,
+                                             extra={"error": str(err)})
+            backoff.wait()
 
 
 class Backoff:

@@ -22,11 +22,10 @@ through, not a failed query.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from herald.client import BrokerClient
-from herald.client.retry import Backoff, is_transient
+from herald.client.retry import retry_transient
 from herald.message.framing import content_type_of
 from herald.protocol.errors import HeraldError, Status
 from herald.spark.reading import Piece
@@ -46,17 +45,12 @@ HEADS_DEADLINE_S = 60.0
 def selected_heads(opts: HeraldOptions) -> tuple[dict[str, str], dict[str, int]]:
     """Content type and write head of each journal ``opts.selector`` picks, retried
     through transient broker errors for up to `HEADS_DEADLINE_S`."""
-    backoff, deadline = Backoff(), time.monotonic() + HEADS_DEADLINE_S
-    while True:
-        try:
-            with opts.client() as client:
-                types = {info.name: content_type_of(info.spec.labels) for info in client.list(opts.selector)}
-                return types, {journal: client.write_head(journal) for journal in types}
-        except Exception as err:  # noqa: BLE001 - only transient errors are retried; others raise
-            if not is_transient(err) or time.monotonic() > deadline:
-                raise
-            log.info("write heads: a transient broker error, retrying", extra={"error": str(err)})
-            backoff.wait()
+    def heads() -> tuple[dict[str, str], dict[str, int]]:
+        with opts.client() as client:
+            types = {info.name: content_type_of(info.spec.labels) for info in client.list(opts.selector)}
+            return types, {journal: client.write_head(journal) for journal in types}
+
+    return retry_transient(heads, HEADS_DEADLINE_S, "write heads")
 
 
 class DataLossError(HeraldError):

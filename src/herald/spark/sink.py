@@ -41,6 +41,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from herald.client import AppendService, BrokerClient, Publisher
+from herald.client.retry import retry_transient
 from herald.message import (
     ACK_TXN,
     AckIntent,
@@ -61,6 +62,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+#: How long the driver retries an ACK append through transient broker errors (a
+#: fail-over's leases and re-assignment are seconds) before the batch fails.
+COMMIT_DEADLINE_S = 60.0
 
 
 @dataclass
@@ -278,8 +282,12 @@ def commit_batch(opts: HeraldOptions, token: str, messages: Iterable[SinkCommit 
         if new:  # Journals that joined the selector since recovery.
             fenced = _fence(client, opts, token, new, None) | fenced
             sink_log.set_fence(token, fenced)
+        fence = f"{opts.fence_register}={token}"
         for journal, data in grouped.items():
-            client.append(journal, data, check_registers=f"{opts.fence_register}={token}")
+            # Through a fail-over (a peerset briefly short of its replication answers
+            # 503): repeating ACK intents is what a replay does, and readers ignore it.
+            retry_transient(lambda j=journal, d=data: client.append(j, d, check_registers=fence),
+                            COMMIT_DEADLINE_S, f"sink commit to {journal}")
         sink_log.prune(batch_id)
         return rec
 
