@@ -246,7 +246,8 @@ def _fence(client: BrokerClient, opts: HeraldOptions, token: str, journals: set[
     recorded = _grouped(last.intents) if last else {}
     for journal in sorted(journals | set(recorded)):
         data = recorded.get(journal) or _fence_ack(client, journal, token, opts)
-        client.append(journal, data, union_registers=register)
+        retry_transient(lambda j=journal, d=data: client.append(j, d, union_registers=register),
+                        COMMIT_DEADLINE_S, f"sink fence on {journal}")
     return journals | set(recorded)
 
 
@@ -324,8 +325,9 @@ class BatchWriter(DataSourceArrowWriter):
     def commit(self, messages: list[SinkCommit | None]) -> None:
         intents = (AckIntent(j, d) for m in messages if m is not None for j, d in m.intents)
         with self.opts.client() as client:
-            for journal, data in _grouped(intents).items():
-                client.append(journal, data)
+            for journal, data in _grouped(intents).items():  # ACKs: safe to repeat
+                retry_transient(lambda j=journal, d=data: client.append(j, d), COMMIT_DEADLINE_S,
+                                f"batch sink commit to {journal}")
 
     def abort(self, messages: list[SinkCommit | None]) -> None:
         log.warning("herald batch write aborted; nothing was acknowledged")
