@@ -31,6 +31,7 @@ from herald.cli.options import BROKER, LOG_LEVEL, OUTPUT, broker_client, command
 from herald.cli.output import OutputFormat, humanize_age, humanize_bytes, print_doc, print_table, progress, table_header
 from herald.cli.reading import Offsets, matched, read_committed_journals, read_journals
 from herald.client import AppendService, BrokerClient, FragmentInfo, JournalInfo, WatchedList
+from herald.client.retry import retry_transient
 from herald.keyspace.base import BLIND, Change
 from herald.message.mapping import NoJournalsError, mapping_by_name
 from herald.protocol.errors import HeraldError, Status, ValidationError
@@ -193,6 +194,9 @@ def read_command(
 
 # -- append -----------------------------------------------------------------------------------
 
+#: How long ``--framing none`` retries a transient refusal (a fail-over takes seconds).
+APPEND_RETRY_DEADLINE_S = 60.0
+
 
 def keyed_records(lines: Iterator[bytes]) -> Iterator[tuple[bytes, bytes]]:
     """``(key, record)`` from alternating lines: a key alone on a line, then its record
@@ -258,7 +262,10 @@ def append_command(
             return
         content = sys.stdin.buffer.read()
         if content:
-            result = client.append(mapping_by_name("random", random.Random())(b"", watched.journals), content)
+            journal = mapping_by_name("random", random.Random())(b"", watched.journals)
+            # A fail-over refuses appends (503) for seconds; retried as AppendService retries
+            # --framing lines, so both framings ride out the same faults.
+            result = retry_transient(lambda: client.append(journal, content), APPEND_RETRY_DEADLINE_S, "append")
             log.info("appended begin=%d end=%d", result.begin, result.end)
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, wait
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 
 from herald.client.broker import BrokerClient
 from herald.client.models import AppendResult
-from herald.client.retry import Backoff, is_transient
+from herald.client.retry import retry_transient
 from herald.protocol.errors import HeraldError, Status
 
 __all__ = ["AppendService", "AppendSlot"]
@@ -197,22 +196,19 @@ class AppendService:
                 self._send(journal, batch)
 
     def _send(self, journal: str, batch: _Batch) -> None:
-        deadline = time.monotonic() + self.retry_deadline_s
-        backoff = Backoff()
         content = bytes(batch.buffer)
-        while True:
-            try:
-                result: AppendResult = self.client.append(journal, content)
-            except Exception as err:  # noqa: BLE001 — the batch's future carries it.
-                if is_transient(err) and time.monotonic() < deadline and backoff.wait():
-                    self._stats["retries"] += 1
-                    log.warning("journal=%s append of %d bytes failed (retrying): %s", journal, len(content), err)
-                    continue
-                self._stats["failed_batches"] += 1
-                log.debug("journal=%s append failed: %s", journal, err)
-                batch.future.set_exception(err)
-                return
-            self._stats["batches"] += 1
-            self._stats["bytes"] += len(content)
-            batch.future.set_result(result)
+        try:
+            result: AppendResult = retry_transient(
+                lambda: self.client.append(journal, content), self.retry_deadline_s,
+                f"journal={journal} append of {len(content)} bytes", on_retry=self._count_retry)
+        except Exception as err:  # noqa: BLE001 — the batch's future carries it.
+            self._stats["failed_batches"] += 1
+            log.debug("journal=%s append failed: %s", journal, err)
+            batch.future.set_exception(err)
             return
+        self._stats["batches"] += 1
+        self._stats["bytes"] += len(content)
+        batch.future.set_result(result)
+
+    def _count_retry(self, _err: BaseException) -> None:
+        self._stats["retries"] += 1

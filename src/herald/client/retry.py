@@ -56,12 +56,15 @@ def is_transient(err: BaseException) -> bool:
     return isinstance(err, HeraldError) and err.status in TRANSIENT_STATUSES
 
 
-def retry_transient(call: Callable[[], T], deadline_s: float, what: str) -> T:
+def retry_transient(call: Callable[[], T], deadline_s: float, what: str,
+                    on_retry: Callable[[BaseException], None] | None = None) -> T:
     """``call()``, again after each transient broker error (`is_transient`) until
     ``deadline_s`` has passed: a fail-over's leases and re-assignment take seconds,
     and a peerset briefly short of its replication refuses appends meanwhile.
-    Only for calls that are safe to repeat (reads, or appends whose repetition
-    readers already ignore, such as ACK intents)."""
+    ``on_retry`` sees each error that is retried (for counters). Only for calls
+    whose repetition is acceptable: reads, ACK intents (readers ignore repeats),
+    and at-least-once appends (AppendService, the CLI), where a response lost after
+    the commit duplicates the content, as in Gazette's AppendService."""
     backoff, deadline = Backoff(), time.monotonic() + deadline_s
     while True:
         try:
@@ -69,8 +72,9 @@ def retry_transient(call: Callable[[], T], deadline_s: float, what: str) -> T:
         except Exception as err:  # noqa: BLE001 - only transient errors are retried; others raise
             if not is_transient(err) or time.monotonic() > deadline:
                 raise
-            logging.getLogger(__name__).info("%s: a transient broker error, retrying", what,
-                                             extra={"error": str(err)})
+            log.warning("%s failed (retrying): %s", what, err)
+            if on_retry is not None:
+                on_retry(err)
             backoff.wait()
 
 
