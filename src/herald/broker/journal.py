@@ -33,7 +33,7 @@ from herald.broker.group import (
     AppendCommit,
     Pending,
 )
-from herald.broker.preconditions import await_full_peerset, peerset_is_short
+from herald.broker.preconditions import RoleChanges, await_full_peerset, peerset_is_short
 from herald.broker.primary_pipeline import PipelinedPrimary
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
@@ -72,6 +72,7 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         # Created with the append task, at the first append or poke (see _enqueue).
         self._queue: asyncio.Queue[Pending | None] | None = None
         self._commit_event: asyncio.Event | None = None  # created by the first waiting reader
+        self.role_changes = RoleChanges()  # appends waiting for a short peerset to fill
         # Loops that stop before the final drain, and the persister that drains.
         self._serving = TaskSet(f"serving:{spec.name}")
         self._persisting = TaskSet(f"persisting:{spec.name}")
@@ -169,11 +170,13 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         """Take appends, replicating each group through ``pipeline`` (None: a peerset
         of one). A new pipeline syncs its peers before the next group commits."""
         self.is_primary, self.pipeline = True, pipeline
+        self.role_changes.signal()
 
     def demote(self) -> None:
         """Stop taking appends (another broker is primary, or our lease is gone);
         replicated writes from the primary are still taken."""
         self.is_primary, self.pipeline = False, None
+        self.role_changes.signal()
 
     def update_spec(self, spec: JournalSpec, stores: list[Store]) -> None:
         """A new revision of the spec: takes effect at the next roll / refresh."""

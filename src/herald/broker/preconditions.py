@@ -22,6 +22,7 @@ or past every persisted byte (Gazette's append preconditions, gazette-facts §8.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,26 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PEERSET_WAIT_S = 5.0  # how long an append waits for a short peerset to fill (as service.ROUTE_WAIT_S)
-PEERSET_POLL_S = 0.05
+
+
+class RoleChanges:
+    """Wakes appends waiting for a short peerset to fill: signalled each time the
+    journal's role or pipeline changes (`Journal.become_primary` / `demote`, i.e.
+    each keyspace change this broker applies to it). The event is swapped at each
+    signal, so a waiter that takes it before checking misses no change."""
+
+    def __init__(self) -> None:
+        self._next: asyncio.Event | None = None  # created by the first waiter (inside the loop)
+
+    def signal(self) -> None:
+        event, self._next = self._next, None
+        if event is not None:
+            event.set()
+
+    def next(self) -> asyncio.Event:
+        if self._next is None:
+            self._next = asyncio.Event()
+        return self._next
 
 
 def peerset_size(journal: Journal) -> int:
@@ -49,12 +69,17 @@ def peerset_is_short(journal: Journal) -> bool:
 async def await_full_peerset(journal: Journal, timeout_s: float = PEERSET_WAIT_S) -> None:
     """Return once the peerset has ``replication`` brokers; INSUFFICIENT_JOURNAL_BROKERS
     if it still has not after ``timeout_s``. A route that just grew reaches the
-    brokers one watch event apart, so an append arriving in between waits for it
-    rather than failing (the wait polls: the state is only ever short briefly or
-    for an outage, and then every append is refused anyway)."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while peerset_is_short(journal) and asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(PEERSET_POLL_S)
+    brokers one watch event apart, so an append arriving in between waits for the
+    journal's next role change rather than failing."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        changed = journal.role_changes.next()  # taken before the check: no change is missed
+        remaining = deadline - loop.time()
+        if not peerset_is_short(journal) or remaining <= 0:
+            break
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), remaining)
     require_full_peerset(journal)
 
 
