@@ -86,7 +86,12 @@ class Index:
         self._local.pop(begin, None)
 
     def has_hole_below(self, offset: int) -> bool:
-        """Whether some range between the first fragment and ``offset`` is missing."""
+        """Whether some range between the first fragment and ``offset`` is missing.
+
+        An empty index has no hole by this rule, on purpose: it cannot tell bytes
+        not yet uploaded from bytes pruned by retention, and re-listing every few
+        seconds for a fully pruned journal would never end. A read that lands in
+        such a range lists the stores on demand (herald.broker.read_holes)."""
         previous_end = None
         for fragment in self._set:
             if fragment.begin >= offset:
