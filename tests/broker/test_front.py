@@ -9,6 +9,7 @@ and a body cut short appending nothing [I-APPEND-2].
 
 from __future__ import annotations
 
+import hashlib
 import re
 import socket
 
@@ -110,6 +111,7 @@ def test_a_body_sent_in_pieces_is_appended_whole(served):
             sock.sendall(request[at:at + 7001])
         answer = read_response(sock)
     assert answer is not None and answer.status == 204
+    assert answer.headers["x-commit-sha1-sum"] == hashlib.sha1(body).hexdigest()
     begin, end = int(answer.headers["x-commit-begin"]), int(answer.headers["x-commit-end"])
     with served.client() as http:
         assert http.get(f"/{NAME}", params={"offset": begin, "end_offset": end}).content == body
