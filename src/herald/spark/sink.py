@@ -33,6 +33,7 @@ import socket
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +66,7 @@ log = logging.getLogger(__name__)
 #: How long the driver retries an ACK append through transient broker errors (a
 #: fail-over's leases and re-assignment are seconds) before the batch fails.
 COMMIT_DEADLINE_S = 60.0
+MAX_PARALLEL_ACKS = 16  # output journals whose ACKs are appended at once
 
 
 @dataclass
@@ -283,14 +285,30 @@ def commit_batch(opts: HeraldOptions, token: str, messages: Iterable[SinkCommit 
         if new:  # Journals that joined the selector since recovery.
             fenced = _fence(client, opts, token, new, None) | fenced
             sink_log.set_fence(token, fenced)
-        fence = f"{opts.fence_register}={token}"
-        for journal, data in grouped.items():
-            # Through a fail-over (a peerset briefly short of its replication answers
-            # 503): repeating ACK intents is what a replay does, and readers ignore it.
-            retry_transient(lambda j=journal, d=data: client.append(j, d, check_registers=fence),
-                            COMMIT_DEADLINE_S, f"sink commit to {journal}")
+        _append_acks(client, grouped, f"{opts.fence_register}={token}")
         sink_log.prune(batch_id)
         return rec
+
+
+def _append_acks(client: BrokerClient, grouped: dict[str, bytes], fence: str) -> None:
+    """Append each journal's ACK intents, checking the fence, all journals at once:
+    the appends are independent (readers commit each journal's transaction on its
+    own ACK), so a batch's commit costs one broker round trip, not one per output
+    journal. Through a fail-over (a peerset briefly short of its replication answers
+    503) each is retried: repeating ACK intents is what a replay does, and readers
+    ignore it. The first failure (a 412 from a newer driver's fence) is raised."""
+
+    def append(journal: str, data: bytes) -> None:
+        retry_transient(lambda: client.append(journal, data, check_registers=fence),
+                        COMMIT_DEADLINE_S, f"sink commit to {journal}")
+
+    if len(grouped) <= 1:
+        for journal, data in grouped.items():
+            append(journal, data)
+        return
+    with ThreadPoolExecutor(min(len(grouped), MAX_PARALLEL_ACKS), "herald-sink-ack") as pool:
+        for done in [pool.submit(append, j, d) for j, d in grouped.items()]:
+            done.result()
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
