@@ -16,6 +16,7 @@ import logging
 
 from aiohttp import web
 
+from herald.broker.fragment_decode import DecodeBuffers
 from herald.broker.gateway_request import (
     MAX_OFFSET,
     bool_param,
@@ -104,7 +105,8 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
         read = plan_zero_copy(journal, offset, end_offset)
         if read is not None:
             return await _send_files(request, broker, journal, read)
-    chunks = stream(journal, offset, block, end_offset, broker.stopping)
+    buffers = DecodeBuffers()
+    chunks = stream(journal, offset, block, end_offset, broker.stopping, buffers)
     first = None
     if offset < journal.write_head:
         # Below the head, the read may wait (a hole) or jump (pruned content): the
@@ -123,6 +125,8 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
         async for _offset, chunk in chunks:
             await write(chunk)
             counter.inc(len(chunk))
+            if direct is not None:  # its bytes are in the kernel: the decoder may reuse the buffer
+                buffers.give_back(chunk)
     except OSError as err:
         if request.transport is None or request.transport.is_closing():
             # The reader went away (closed, reset, timed out): expected, not the store's fault.

@@ -15,13 +15,16 @@ import collections
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import BinaryIO
 
+from herald.broker.fragment_decode import DecodeBuffers, decoded_chunks
 from herald.broker.journal import Journal
 from herald.broker.read_holes import HOLE_RETRY_S, locate_or_list
 from herald.fragment.codecs import decompressing_reader
 from herald.fragment.fdpool import retry_out_of_descriptors
 from herald.fragment.index import Located
+from herald.fragment.segments import is_segmentable
 from herald.fragment.stores import Store
 
 log = logging.getLogger(__name__)
@@ -52,8 +55,9 @@ class StoreTroubleLog:
 
 
 async def stream(journal: Journal, offset: int, block: bool, end_offset: int,
-                 stopping: asyncio.Event) -> AsyncIterator[tuple[int, bytes]]:
+                 stopping: asyncio.Event, buffers: DecodeBuffers | None = None) -> AsyncIterator[tuple[int, bytes]]:
     """Yield ``(offset, chunk)`` from ``offset`` until ``end_offset`` (0 = unbounded).
+    Decoded chunks come from ``buffers`` (see `DecodeBuffers` for handing them back).
 
     Without ``block`` the stream ends at the write head. With it, it waits for more
     until the broker stops; in a hole below the write head (a replica that rolled
@@ -75,7 +79,7 @@ async def stream(journal: Journal, offset: int, block: bool, end_offset: int,
             return
         offset, sent = located.offset, True
         limit = located.fragment.end if not end_offset else min(end_offset, located.fragment.end)
-        async for chunk in _fragment_chunks(journal, located, limit):
+        async for chunk in _fragment_chunks(journal, located, limit, buffers):
             yield offset, chunk
             offset += len(chunk)
 
@@ -91,7 +95,8 @@ async def _wait_for_commit_or_stop(journal: Journal, stopping: asyncio.Event,
         stop.cancel()
 
 
-async def _fragment_chunks(journal: Journal, located: Located, limit: int) -> AsyncIterator[bytes]:
+async def _fragment_chunks(journal: Journal, located: Located, limit: int,
+                           buffers: DecodeBuffers | None) -> AsyncIterator[bytes]:
     if located.local_path is not None:
         try:
             fd = retry_out_of_descriptors("reading a spool",
@@ -115,6 +120,10 @@ async def _fragment_chunks(journal: Journal, located: Located, limit: int) -> As
         return
     fragment = relocated.fragment
     store = _store_of(journal, fragment.store)
+    if is_segmentable(fragment.codec):
+        async for chunk in decoded_chunks(_opener(store, fragment), fragment, located.offset, limit, buffers):
+            yield chunk
+        return
     loop = asyncio.get_running_loop()
     chunks = _remote_chunks(store, fragment, located.offset, limit)
     ahead = _ReadAhead(loop, chunks, READ_AHEAD_CHUNKS)
@@ -186,6 +195,15 @@ def _store_of(journal: Journal, url: str) -> Store:
         if store.url == url:
             return store
     raise FileNotFoundError(f"store {url} is no longer configured for {journal.spec.name}")
+
+
+def _opener(store: Store, fragment) -> Callable[[], BinaryIO]:
+    """Opens the stored file: unbuffered when the store is a local directory, so
+    each read is one ``read(2)`` into the caller's bytes with no buffer between."""
+    path = store.local_path(fragment.content_path)
+    if path is None:
+        return lambda: store.open(fragment.content_path)
+    return lambda: open(path, "rb", buffering=0)
 
 
 def _remote_chunks(store: Store, fragment, offset: int, limit: int) -> Iterator[bytes]:

@@ -8,7 +8,7 @@ import cramjam
 
 from herald.fragment.coder import CodecError
 
-__all__ = ["SnappyCompressor", "SnappyDecompressor"]
+__all__ = ["SNAPPY_IDENTIFIER", "SnappyCompressor", "SnappyDecompressor", "complete_chunks"]
 
 SNAPPY_IDENTIFIER = b"\xff\x06\x00\x00sNaPpY"
 
@@ -40,7 +40,8 @@ class SnappyDecompressor:
 
     def update(self, chunk: bytes) -> bytes:
         self._buf += chunk
-        end, size = self._complete_chunks()
+        end, size, self._seen_identifier = complete_chunks(self._buf, len(SNAPPY_IDENTIFIER),
+                                                           self._seen_identifier)
         if end == len(SNAPPY_IDENTIFIER):
             return b""
         out = bytearray(size)
@@ -51,28 +52,31 @@ class SnappyDecompressor:
             raise CodecError(f"SNAPPY: chunks promised {size} bytes but held {written}")
         return out  # type: ignore[return-value]  # bytes-like, and the caller's to keep
 
-    def _complete_chunks(self) -> tuple[int, int]:
-        """End of the complete chunks in the buffer, and their uncompressed size."""
-        buf, pos, size = self._buf, len(SNAPPY_IDENTIFIER), 0
-        while pos + 4 <= len(buf):
-            kind, length = buf[pos], int.from_bytes(buf[pos + 1:pos + 4], "little")
-            if pos + 4 + length > len(buf):
-                break
-            if not self._seen_identifier and kind != 0xFF:
-                raise CodecError("SNAPPY: stream does not start with a stream identifier")
-            self._seen_identifier = True
-            if kind == 0x00:  # compressed: 4-byte CRC, then the raw block's length varint
-                size += _varint(buf, pos + 8)
-            elif kind == 0x01:  # uncompressed: 4-byte CRC, then the bytes
-                size += length - 4
-            pos += 4 + length
-        return pos, size
-
     def finish(self) -> bytes:
         if len(self._buf) > len(SNAPPY_IDENTIFIER):
             left = len(self._buf) - len(SNAPPY_IDENTIFIER)
             raise CodecError(f"SNAPPY: input ended inside a chunk ({left} bytes left)")
         return b""
+
+
+def complete_chunks(buf: bytearray, pos: int, seen_identifier: bool) -> tuple[int, int, bool]:
+    """Scan ``buf`` from ``pos`` over whole chunks: where the complete chunks end,
+    their uncompressed size, and whether the stream identifier has been seen
+    (the first chunk of a stream must be one). Raises `CodecError` otherwise."""
+    size = 0
+    while pos + 4 <= len(buf):
+        kind, length = buf[pos], int.from_bytes(buf[pos + 1:pos + 4], "little")
+        if pos + 4 + length > len(buf):
+            break
+        if not seen_identifier and kind != 0xFF:
+            raise CodecError("SNAPPY: stream does not start with a stream identifier")
+        seen_identifier = True
+        if kind == 0x00:  # compressed: 4-byte CRC, then the raw block's length varint
+            size += _varint(buf, pos + 8)
+        elif kind == 0x01:  # uncompressed: 4-byte CRC, then the bytes
+            size += length - 4
+        pos += 4 + length
+    return pos, size, seen_identifier
 
 
 def _varint(buf: bytearray, pos: int) -> int:

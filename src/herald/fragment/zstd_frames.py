@@ -124,10 +124,12 @@ class ZstdFrameScanner:
         single_segment = (descriptor >> 5) & 1
         content_size_bytes = (single_segment, 2, 4, 8)[descriptor >> 6]
         dictionary_bytes = (0, 1, 2, 4)[descriptor & 3]
+        header_end = 5 + (1 - single_segment) + dictionary_bytes + content_size_bytes
+        if len(buf) < header_end:
+            return False  # wait for the whole header: its content size lets a reader decode into place
         self._trailer = 4 if descriptor & 4 else 0
-        self._cursor = 5 + (1 - single_segment) + dictionary_bytes + content_size_bytes
-        if content_size_bytes and len(buf) >= self._cursor:
-            field = self._cursor - content_size_bytes
-            size = int.from_bytes(buf[field:self._cursor], "little")
+        self._cursor = header_end
+        if content_size_bytes:
+            size = int.from_bytes(buf[header_end - content_size_bytes:header_end], "little")
             self.content_size = size + 256 if content_size_bytes == 2 else size
         return True
