@@ -252,8 +252,11 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return heads
 
     def initialOffset(self) -> dict:
-        """Driver, once per new query: ``startingOffsets``."""
-        heads = self._heads()
+        """Driver, once per new query: ``startingOffsets``. An availableNow run has
+        just listed the heads (`prepareForTriggerAvailableNow` is called first):
+        they are used, not listed again (one list and a HEAD per journal less at
+        every query start; later heads would be cut back to them anyway)."""
+        heads = dict(self._target) if self._target is not None else self._heads()
         start = self.opts.starting
         if start == "earliest":
             return {j: 0 for j in heads}
