@@ -12,6 +12,9 @@
 - sink rows/s (the batch writer: one transaction) vs Spark's ``text`` sink;
 - dedupe: backlog, live at 10 k events/s, 1 vs 16 journals (`bench.spark_dedupe`).
 
+``HERALD_BENCH_SPARK_CASES`` (comma-separated subset of reads, parallel, sink,
+dedupe; default all) runs only some cases, e.g. the connector's without dedupe.
+
 Every Spark figure includes query start-up; rows/s are rows ÷ wall time. With
 --quick each figure is one run (Spark's start-up alone would eat the budget)
 with less data, and dedupe scaling skips 4 journals.
@@ -35,6 +38,7 @@ CEILING = "python source ceiling"
 STREAM_WHOLE = "herald, one task per journal"
 UNITS = {"rows_per_s": "rows/s", "events_per_s": "events/s", "p50_ms": "ms", "p99_ms": "ms"}
 READ_FRAGMENT_BYTES = 16 << 20
+CASES = ("reads", "parallel", "sink", "dedupe")
 
 
 def spark_session(master: str = "local[2]") -> Any:
@@ -77,16 +81,30 @@ def run(config: Config) -> Report:
             report.inputs.update(spark="local[2]", read_rows=rows, read_fragment_bytes=READ_FRAGMENT_BYTES)
             text_dir = _phase("fill", lambda: _fill_read_journal(broker.url, "bench/spark-read", rows, scratch))
             _phase("warm-up herald read", lambda: _warm_up(spark, broker.url, scratch))
-            _case(report, "reads", lambda: _reads(report, config, spark, broker.url, text_dir, rows, scratch))
-            _case(report, "local[1] vs local[2]", lambda: _parallel(report, config, broker.url, rows))
-            _case(report, "sink", lambda: _sink(report, config, spark, broker.url, scratch))
-            _case(report, "dedupe", lambda: run_dedupe_cases(report, config, spark, broker.url, scratch, _phase))
+            cases = _selected_cases()
+            if "reads" in cases:
+                _case(report, "reads", lambda: _reads(report, config, spark, broker.url, text_dir, rows, scratch))
+            if "parallel" in cases:
+                _case(report, "local[1] vs local[2]", lambda: _parallel(report, config, broker.url, rows))
+            if "sink" in cases:
+                _case(report, "sink", lambda: _sink(report, config, spark, broker.url, scratch))
+            if "dedupe" in cases:
+                _case(report, "dedupe", lambda: run_dedupe_cases(report, config, spark, broker.url, scratch, _phase))
     finally:
         if spark is not None:
             spark.stop()
         remove_tree(scratch)
     _headlines(report)
     return report
+
+
+def _selected_cases() -> set[str]:
+    """The cases ``HERALD_BENCH_SPARK_CASES`` names (all by default)."""
+    named = {c.strip() for c in os.environ.get("HERALD_BENCH_SPARK_CASES", "").split(",") if c.strip()}
+    unknown = named - set(CASES)
+    if unknown:
+        raise ValueError(f"HERALD_BENCH_SPARK_CASES: unknown case(s) {sorted(unknown)}, known: {list(CASES)}")
+    return named or set(CASES)
 
 
 # -- data -------------------------------------------------------------------------------------

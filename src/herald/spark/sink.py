@@ -56,6 +56,7 @@ from herald.protocol.labels import LabelSet
 from herald.spark.options import HeraldOptions
 from herald.spark.publishing import publish_bulk
 from herald.spark.state import atomic_write
+from herald.spark.worker_gc import freeze_imports
 
 __all__ = [
     "BatchWriter", "FencedError", "SinkCommit", "SinkLog", "StreamWriter", "commit_batch", "driver_token",
@@ -106,6 +107,7 @@ def publish_rows(opts: HeraldOptions, batches: Iterable[pa.RecordBatch], seed: i
     `Publisher` on an `AppendService` (appends pipelined per journal, the next batch
     of bytes in flight while the previous one commits); returns its ACK intents.
     Every append must have succeeded before the intents are returned."""
+    freeze_imports()
     prefix = b'{"' + opts.uuid_field.encode() + b'":"'
     rows, futures = 0, set()
     with opts.client() as client, AppendService(client, max_batch_bytes=opts.append_bytes) as service:

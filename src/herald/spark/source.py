@@ -52,6 +52,7 @@ from herald.spark.reading import (
 from herald.spark.rows import SPARK_SCHEMA, RowBuffer
 from herald.spark.slices import MIN_PART_BYTES, StreamSlice, default_parallelism, read_slice, split_slice
 from herald.spark.state import SnapshotStore
+from herald.spark.worker_gc import freeze_imports
 
 __all__ = ["HeraldDataSource"]
 
@@ -163,6 +164,7 @@ class BatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: decode the partition's pieces into Arrow batches (with keys: `herald.spark.keys`)."""
+        freeze_imports()
         yield from with_keys(self._read_part(partition.value), partition.value.opts.key_field)
 
     def _read_part(self, part: BatchPart) -> Iterator[pa.RecordBatch]:
@@ -250,8 +252,11 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return heads
 
     def initialOffset(self) -> dict:
-        """Driver, once per new query: ``startingOffsets``."""
-        heads = self._heads()
+        """Driver, once per new query: ``startingOffsets``. An availableNow run has
+        just listed the heads (`prepareForTriggerAvailableNow` is called first):
+        they are used, not listed again (one list and a HEAD per journal less at
+        every query start; later heads would be cut back to them anyway)."""
+        heads = dict(self._target) if self._target is not None else self._heads()
         start = self.opts.starting
         if start == "earliest":
             return {j: 0 for j in heads}
@@ -313,6 +318,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: one journal slice, from and to a sequencer snapshot."""
+        freeze_imports()
         yield from with_keys(read_slice(partition.value), partition.value.opts.key_field)
 
     def commit(self, end: dict) -> None:
