@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[spark,test]'
-	$(BIN)/python -m herald.spark.pyspark_zip  # bytecode in pyspark.zip: Spark's Python processes start 2-3x faster
+	$(BIN)/python -m herald.spark.pyspark_zip  # bytecode in pyspark.zip and py4j's zip: Spark's Python processes start 2-3x faster
 	touch $(STAMP)
 
 # Java runs Spark; etcd runs cluster tests; fuse3 (libfuse3 + fusermount3) runs the

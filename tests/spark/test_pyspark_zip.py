@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from herald.spark.pyspark_zip import installed_zip, precompile
+from herald.spark.pyspark_zip import installed_zip, installed_zips, precompile
 
 ZIP = installed_zip()
 pytestmark = pytest.mark.skipif(ZIP is None, reason="this PySpark has no pyspark.zip")
@@ -69,3 +69,22 @@ def test_a_file_that_is_not_a_zip_is_one_error_line_and_left_alone(tmp_path):
     assert out.returncode == 1 and out.stderr.startswith("error: pyspark.zip:") and "Traceback" not in out.stderr
     assert bogus.read_bytes() == b"not a zip at all"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pyspark.zip"]  # no temp file left
+
+
+def test_every_zip_spark_puts_on_the_path_is_covered():
+    """Both of PySpark's zips (its own and py4j's) are found, and a copy of py4j's
+    gains bytecode that its import uses."""
+    names = [p.name for p in installed_zips()]
+    assert "pyspark.zip" in names and any(n.startswith("py4j-") for n in names), names
+
+
+def test_py4j_zip_gains_bytecode(tmp_path):
+    py4j = next(p for p in installed_zips() if p.name.startswith("py4j-"))
+    copy = tmp_path / py4j.name
+    with zipfile.ZipFile(py4j) as src, zipfile.ZipFile(copy, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in src.infolist():
+            if not info.filename.endswith(".pyc"):
+                out.writestr(info, src.read(info))
+    assert precompile(copy) > 0
+    out = _import_from(copy, "import py4j.java_gateway as g; print(g.__file__)")
+    assert out.strip().endswith("/py4j/java_gateway.pyc"), out
