@@ -10,7 +10,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from herald.spark.options import HeraldOptions
 from herald.spark.rows import ARROW_SCHEMA
-from herald.spark.slices import cut_offsets
+from herald.spark.slices import TASK_COST_BYTES, StreamSlice, cut_offsets, pack_slices
 from herald.spark.source import StreamReader
 from herald.spark.state import SnapshotStore
 from herald.testing import Producer, make_journals
@@ -81,3 +81,39 @@ def test_cuts_give_earlier_parts_more_bytes_so_parts_cost_the_same():
     costs = [0.4 * lo + (hi - lo) for lo, hi in zip(edges, edges[1:], strict=False)]
     assert max(costs) - min(costs) < 5
     assert cut_offsets(0, 1000, 3, pass_cost=0.0) == [333, 666]
+
+
+def test_many_small_slices_are_packed_into_the_tasks_and_read_exactly_as_alone(broker, client, tmp_path):
+    journals = make_journals(broker, *[f"pack/j{i}" for i in range(5)], labels={"app": "pack"}, length=1024)
+    producer = Producer(client)
+    for i, journal in enumerate(journals):
+        producer.committed(journal, *[{"n": i * 100 + k} for k in range(20)])
+        producer.uncommitted(journal, {"n": i * 100 + 99})  # pending: must stay out of both
+    packed = _reader(broker, "app=pack", tmp_path / "packed", minPartitions="2")
+    alone = _reader(broker, "app=pack", tmp_path / "alone", minPartitions="5")
+    start = packed.initialOffset()
+    end, n_packed, got = _batch(packed, start)
+    _, n_alone, want = _batch(alone, start)
+    assert n_packed == 2 and n_alone == 5
+    assert sorted(got.column("value").to_pylist()) == sorted(want.column("value").to_pylist())
+    assert sorted(got.column("value").to_pylist()) == sorted(v for j in journals for v in reference_committed(client, j))
+    for journal in journals:  # every packed slice saved its own snapshot, as alone
+        saved = [SnapshotStore(str(tmp_path / d)).load(journal, end[journal]) for d in ("packed", "alone")]
+        assert saved[0] is not None and saved[0] == saved[1]
+
+
+def test_packing_balances_bytes_and_keeps_large_slices_alone():
+    def sl(journal: str, size: int) -> StreamSlice:
+        return StreamSlice(None, journal, "", 0, size)  # type: ignore[arg-type]
+
+    few = [sl("a", 10), sl("b", 10)]
+    assert pack_slices(few, 2, 1 << 30) == [(few[0],), (few[1],)]  # no more slices than tasks
+    small = [sl(f"s{i}", 1000 * (i + 1)) for i in range(8)]
+    groups = pack_slices(small, 2, 1 << 30)
+    assert len(groups) == 2 and sorted(s.journal for g in groups for s in g) == sorted(s.journal for s in small)
+    big = sl("big", 3 * TASK_COST_BYTES)
+    groups = pack_slices([big, *small], 2, 2 * TASK_COST_BYTES)
+    assert len(groups) == 7  # 12 task-costs and 36,000 bytes, in groups of at most about 2 task-costs
+    assert (big,) in groups  # the largest first, alone in its group
+    loads = sorted(sum(s.end - s.start for s in g) for g in groups if big not in g)
+    assert loads[-1] - loads[0] <= 8000  # the rest spread evenly (within one small slice)

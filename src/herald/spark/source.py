@@ -50,7 +50,14 @@ from herald.spark.reading import (
     split_committed,
 )
 from herald.spark.rows import SPARK_SCHEMA, RowBuffer
-from herald.spark.slices import MIN_PART_BYTES, StreamSlice, default_parallelism, read_slice, split_slice
+from herald.spark.slices import (
+    MIN_PART_BYTES,
+    StreamSlice,
+    default_parallelism,
+    pack_slices,
+    read_slice,
+    split_slice,
+)
 from herald.spark.state import SnapshotStore
 from herald.spark.worker_gc import freeze_imports
 
@@ -296,7 +303,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         """Driver: one slice per journal with new bytes in this batch, a large one
-        cut into parts read in parallel."""
+        cut into parts read in parallel, small ones packed several to a task."""
         slices: list[StreamSlice] = []
         with self.opts.client() as client:
             for journal in sorted(end):
@@ -308,7 +315,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         self._heads()
                     content_type = self._content_types.get(journal, DEFAULT_CONTENT_TYPE)
                     slices.append(StreamSlice(self.opts, journal, content_type, lo, hi))
-            return [InputPartition(part) for part in self._parts(client, slices)]
+            parts = self._parts(client, slices)
+        return [InputPartition(group)
+                for group in pack_slices(parts, default_parallelism(self.opts), self.opts.max_partition_bytes)]
 
     def _parts(self, client: BrokerClient, slices: list[StreamSlice]) -> list[StreamSlice]:
         """Fewer slices than tasks to fill: cut the large ones (`herald.spark.slices`)."""
@@ -317,9 +326,11 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [part for s in slices for part in split_slice(client, s, per_slice, min_bytes)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """Executor: one journal slice, from and to a sequencer snapshot."""
+        """Executor: journal slices (one, or several small ones packed), each from and
+        to its sequencer snapshot."""
         freeze_imports()
-        yield from with_keys(read_slice(partition.value), partition.value.opts.key_field)
+        for part in partition.value:
+            yield from with_keys(read_slice(part), part.opts.key_field)
 
     def commit(self, end: dict) -> None:
         """Driver (lags one batch): snapshots below a committed end are not needed
