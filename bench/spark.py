@@ -6,7 +6,7 @@
   the same schema, no Herald work — the Python data source API's own ceiling);
 - streaming read-committed rows/s (availableNow, one query, wall time from start
   to finish) vs Spark's streaming ``text`` source over the same files,
-  also with one task per journal (``minPartitions=1``: slices not split);
+  also with one task for the journal (``minPartitions=1``: its slice not split);
 - batch and streaming reads under ``local[1]`` and ``local[2]`` in fresh
   processes (`bench.spark_parallel`): the parallel efficiency;
 - sink rows/s (the batch writer: one transaction) vs Spark's ``text`` sink;
