@@ -28,12 +28,13 @@ from pathlib import Path
 from urllib.parse import quote
 
 from herald.broker.append_task import AppendTask
+from herald.broker.change_signal import ChangeSignal
 from herald.broker.fragment_keeper import Completed, FragmentKeeper
 from herald.broker.group import (
     AppendCommit,
     Pending,
 )
-from herald.broker.preconditions import RoleChanges, await_full_peerset, peerset_is_short
+from herald.broker.preconditions import await_full_peerset, peerset_is_short
 from herald.broker.primary_pipeline import PipelinedPrimary
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
@@ -72,7 +73,7 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         # Created with the append task, at the first append or poke (see _enqueue).
         self._queue: asyncio.Queue[Pending | None] | None = None
         self._commit_event: asyncio.Event | None = None  # created by the first waiting reader
-        self.role_changes = RoleChanges()  # appends waiting for a short peerset to fill
+        self.role_changes = ChangeSignal()  # set by become_primary/demote: wakes appends on a short peerset
         # Loops that stop before the final drain, and the persister that drains.
         self._serving = TaskSet(f"serving:{spec.name}")
         self._persisting = TaskSet(f"persisting:{spec.name}")

@@ -36,26 +36,6 @@ log = logging.getLogger(__name__)
 PEERSET_WAIT_S = 5.0  # how long an append waits for a short peerset to fill (as service.ROUTE_WAIT_S)
 
 
-class RoleChanges:
-    """Wakes appends waiting for a short peerset to fill: signalled each time the
-    journal's role or pipeline changes (`Journal.become_primary` / `demote`, i.e.
-    each keyspace change this broker applies to it). The event is swapped at each
-    signal, so a waiter that takes it before checking misses no change."""
-
-    def __init__(self) -> None:
-        self._next: asyncio.Event | None = None  # created by the first waiter (inside the loop)
-
-    def signal(self) -> None:
-        event, self._next = self._next, None
-        if event is not None:
-            event.set()
-
-    def next(self) -> asyncio.Event:
-        if self._next is None:
-            self._next = asyncio.Event()
-        return self._next
-
-
 def peerset_size(journal: Journal) -> int:
     """How many brokers an append of ``journal`` is written by: the primary and its
     pipeline's peers (one without a pipeline: embedded, or a peerset of one)."""

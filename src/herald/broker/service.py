@@ -24,6 +24,7 @@ from aiohttp import web
 from herald.auth import AuthKeys, Capability
 from herald.broker.authz import PeerTokens
 from herald.broker.backoff import RetryPacer
+from herald.broker.change_signal import ChangeSignal
 from herald.broker.datadir import DataDirLock
 from herald.broker.front import FrontSite
 from herald.broker.journal import Journal
@@ -58,7 +59,7 @@ class Broker:
         self.session: aiohttp.ClientSession | None = None
         self._stores: dict[str, Store] = {}
         self._sync_lock = asyncio.Lock()
-        self._keyspace_changed = asyncio.Event()
+        self._keyspace_changes = ChangeSignal()
         self._tasks: list[asyncio.Task] = []
         self._runner: web.AppRunner | None = None
         self._data_dir_lock = DataDirLock(settings.data_dir)
@@ -106,17 +107,16 @@ class Broker:
     # -- keyspace → journals -------------------------------------------------------------
 
     def _signal_keyspace_change(self) -> None:
-        event, self._keyspace_changed = self._keyspace_changed, asyncio.Event()
-        event.set()
+        self._keyspace_changes.signal()
 
     async def wait_keyspace_change(self) -> None:
         """Return after the next keyspace change."""
-        await self._keyspace_changed.wait()
+        await self._keyspace_changes.wait()
 
     def next_keyspace_change(self) -> asyncio.Event:
         """An event set at the next keyspace change. List watches take it *before*
         reading the keyspace, so no change between the read and the wait is missed."""
-        return self._keyspace_changed
+        return self._keyspace_changes.next()
 
     def stores_for(self, spec: JournalSpec, field: str = "fragment.stores") -> list[Store]:
         """Open (once) the stores ``spec`` names. Raises ValidationError naming
