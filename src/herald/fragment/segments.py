@@ -27,7 +27,7 @@ from typing import BinaryIO
 import cramjam
 
 from herald.fragment.coder import CodecError
-from herald.fragment.snappy_framed import SNAPPY_IDENTIFIER, complete_chunks
+from herald.fragment.snappy_framed import complete_chunks, decode_chunks_into
 from herald.fragment.zstd_frames import ZstdFrameScanner
 from herald.protocol.journal import CompressionCodec
 
@@ -64,10 +64,12 @@ class Segment:
         zero-filling and faulting in fresh pages: a quarter of the decode's CPU).
         Raises `CodecError` if the data is corrupt or holds another size."""
         assert self.size is not None and len(out) == self.size
-        decompress_into = (cramjam.snappy.decompress_into if self.codec is CompressionCodec.SNAPPY
-                           else cramjam.zstd.decompress_into)
+        if self.codec is CompressionCodec.SNAPPY:
+            with memoryview(self.data) as data, memoryview(out) as into:
+                decode_chunks_into(data, into)
+            return
         try:
-            written = decompress_into(self.data, out) if self.size else 0
+            written = cramjam.zstd.decompress_into(self.data, out) if self.size else 0
         except cramjam.DecompressionError as err:
             raise CodecError(f"{self.codec.name}: corrupt input: {err}") from err
         if written != self.size:
@@ -90,18 +92,16 @@ def segments(src: BinaryIO, codec: CompressionCodec,
 
 
 def _snappy_segments(src: BinaryIO, input_bytes: int) -> Iterator[Segment]:
-    # cramjam decodes a framed stream only from its identifier: every segment's
-    # data starts with one (a repeated identifier is legal and skipped).
-    buf = bytearray(SNAPPY_IDENTIFIER)
+    buf = bytearray()
     seen_identifier = False
     while chunk := src.read(input_bytes):
         buf += chunk
-        end, size, seen_identifier = complete_chunks(buf, len(SNAPPY_IDENTIFIER), seen_identifier)
-        if end > len(SNAPPY_IDENTIFIER):
+        end, size, seen_identifier = complete_chunks(buf, 0, seen_identifier)
+        if end:
             yield Segment(CompressionCodec.SNAPPY, _copy(buf, end), size)
-            del buf[len(SNAPPY_IDENTIFIER):end]
-    if len(buf) > len(SNAPPY_IDENTIFIER):
-        raise CodecError(f"SNAPPY: input ended inside a chunk ({len(buf) - len(SNAPPY_IDENTIFIER)} bytes left)")
+            del buf[:end]
+    if buf:
+        raise CodecError(f"SNAPPY: input ended inside a chunk ({len(buf)} bytes left)")
 
 
 def _zstd_segments(src: BinaryIO, input_bytes: int) -> Iterator[Segment]:

@@ -1,16 +1,29 @@
 """SNAPPY fragments in the *framed* snappy stream format, streaming: the decoder
-cuts the stream at chunk boundaries and hands complete chunks to cramjam.
+cuts the stream at chunk boundaries and decodes complete chunks straight into
+the caller's buffer (`decode_chunks_into`).
+
+Why not cramjam's framed decoder: it decodes each chunk into a buffer of its own
+and copies it out, and checks CRCs in software — 0.66–0.72 ms of CPU per MiB of
+NDJSON here, against 0.52 for decoding each chunk's raw block in place with
+cramjam and checking its CRC with the ``crc32c`` package (SSE4.2, GIL released);
+`perf` on a broker serving SNAPPY reads put a fifth of its CPU in that copy.
 """
 
 from __future__ import annotations
 
 import cramjam
+import crc32c
 
 from herald.fragment.coder import CodecError
 
-__all__ = ["SNAPPY_IDENTIFIER", "SnappyCompressor", "SnappyDecompressor", "complete_chunks"]
+__all__ = ["SNAPPY_IDENTIFIER", "SnappyCompressor", "SnappyDecompressor", "complete_chunks",
+           "decode_chunks_into"]
 
 SNAPPY_IDENTIFIER = b"\xff\x06\x00\x00sNaPpY"
+_COMPRESSED, _UNCOMPRESSED, _IDENTIFIER = 0x00, 0x01, 0xFF
+#: Chunk types 0x02-0x7f are reserved and must not be skipped; 0x80-0xfe may be.
+_FIRST_SKIPPABLE = 0x80
+_MAX_CHUNK_CONTENT = 1 << 16
 
 
 class SnappyCompressor:
@@ -27,36 +40,77 @@ class SnappyCompressor:
 
 class SnappyDecompressor:
     """Cuts the framed stream at chunk boundaries (a 1-byte type and 3-byte length
-    head every chunk; each holds at most 64 KiB uncompressed) and hands the complete
-    chunks to cramjam, which checks their CRCs and decodes them straight into one
-    bytearray of the exact uncompressed size (summed from each chunk's length
-    varint): one copy of the output, none of the input beyond buffering it."""
+    head every chunk; each holds at most 64 KiB uncompressed) and decodes the
+    complete chunks straight into one bytearray of the exact uncompressed size
+    (summed from each chunk's length varint): one copy of the output, none of the
+    input beyond buffering it."""
 
     def __init__(self) -> None:
-        # cramjam wants every call to start with a stream identifier, so the buffer
-        # always begins with one; a repeated identifier is legal and skipped.
-        self._buf = bytearray(SNAPPY_IDENTIFIER)
+        self._buf = bytearray()
         self._seen_identifier = False
 
     def update(self, chunk: bytes) -> bytes:
         self._buf += chunk
-        end, size, self._seen_identifier = complete_chunks(self._buf, len(SNAPPY_IDENTIFIER),
-                                                           self._seen_identifier)
-        if end == len(SNAPPY_IDENTIFIER):
+        end, size, self._seen_identifier = complete_chunks(self._buf, 0, self._seen_identifier)
+        if end == 0:
             return b""
         out = bytearray(size)
-        with memoryview(self._buf) as view:
-            written = cramjam.snappy.decompress_into(view[:end], out)
-        del self._buf[len(SNAPPY_IDENTIFIER):end]
-        if written != size:
-            raise CodecError(f"SNAPPY: chunks promised {size} bytes but held {written}")
+        with memoryview(self._buf) as view, memoryview(out) as into:
+            decode_chunks_into(view[:end], into)
+        del self._buf[:end]
         return out  # type: ignore[return-value]  # bytes-like, and the caller's to keep
 
     def finish(self) -> bytes:
-        if len(self._buf) > len(SNAPPY_IDENTIFIER):
-            left = len(self._buf) - len(SNAPPY_IDENTIFIER)
-            raise CodecError(f"SNAPPY: input ended inside a chunk ({left} bytes left)")
+        if self._buf:
+            raise CodecError(f"SNAPPY: input ended inside a chunk ({len(self._buf)} bytes left)")
         return b""
+
+
+def decode_chunks_into(chunks: memoryview, out: memoryview) -> int:
+    """Decode whole framed-snappy chunks (identifier and padding chunks allowed
+    anywhere) into ``out``, checking each chunk's CRC; the bytes written. Raises
+    `CodecError` on a corrupt, truncated or reserved chunk, a CRC mismatch, or
+    content that does not fill ``out`` exactly."""
+    pos = written = 0
+    while pos < len(chunks):
+        if pos + 4 > len(chunks):
+            raise CodecError("SNAPPY: input ended inside a chunk head")
+        kind, length = chunks[pos], int.from_bytes(chunks[pos + 1:pos + 4], "little")
+        body = chunks[pos + 4:pos + 4 + length]
+        pos += 4 + length
+        if len(body) < length:
+            raise CodecError("SNAPPY: input ended inside a chunk")
+        if kind in (_COMPRESSED, _UNCOMPRESSED):
+            written += _decode_chunk(kind, body, out[written:])
+        elif kind != _IDENTIFIER and kind < _FIRST_SKIPPABLE:
+            raise CodecError(f"SNAPPY: reserved unskippable chunk type {kind:#04x}")
+    if written != len(out):
+        raise CodecError(f"SNAPPY: chunks promised {len(out)} bytes but held {written}")
+    return written
+
+
+def _decode_chunk(kind: int, body: memoryview, out: memoryview) -> int:
+    """One data chunk (4-byte masked CRC, then a raw block or the bytes) into ``out``."""
+    if len(body) < 4:
+        raise CodecError("SNAPPY: a data chunk shorter than its CRC")
+    try:
+        if kind == _COMPRESSED:
+            n = cramjam.snappy.decompress_raw_into(body[4:], out)
+        else:
+            n = len(body) - 4
+            out[:n] = body[4:]
+    except (cramjam.DecompressionError, ValueError) as err:
+        raise CodecError(f"SNAPPY: corrupt chunk: {err}") from err
+    if n > _MAX_CHUNK_CONTENT:
+        raise CodecError(f"SNAPPY: a chunk held {n} bytes, more than 64 KiB")
+    if _masked(crc32c.crc32c(out[:n])) != int.from_bytes(body[:4], "little"):
+        raise CodecError("SNAPPY: chunk CRC mismatch (corrupt data)")
+    return n
+
+
+def _masked(crc: int) -> int:
+    """The framing format's masked CRC-32C: rotated right 15 bits, plus a constant."""
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def complete_chunks(buf: bytearray, pos: int, seen_identifier: bool) -> tuple[int, int, bool]:
