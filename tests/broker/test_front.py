@@ -15,7 +15,7 @@ import socket
 
 import pytest
 
-from herald.broker.front_http import HeadLimits, error_answer, parse_put_head
+from herald.broker.front_http import HeadLimits, KnownHeads, error_answer, parse_put_head
 from herald.protocol.errors import HeraldError, JournalNotFoundError, Status
 from herald.testing import journals_state, seed_journal
 from tests.broker.raw_http import connect, read_response, read_until_closed
@@ -143,6 +143,20 @@ def test_a_body_cut_short_appends_nothing(served):
 ])
 def test_anything_but_a_plain_append_is_left_to_the_gateway(head):
     assert parse_put_head(head, LIMITS) is None
+    heads = KnownHeads(LIMITS)
+    assert heads.parse(head) is None and heads.parse(head) is None  # the second from memory
+
+
+def test_a_known_head_parses_as_before_and_memory_stays_bounded():
+    heads = KnownHeads(LIMITS)
+    raw = b"PUT /front/journal HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n"
+    first = heads.parse(raw)
+    assert first is not None and first == parse_put_head(raw, LIMITS) and heads.parse(raw) is first
+    for n in range(1, 3 * KnownHeads.MAX_HEADS):  # a hostile client: a new head every time
+        assert heads.parse(b"PUT /front/journal HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % n).content_length == n
+    assert len(heads._known) <= KnownHeads.MAX_HEADS
+    long = b"PUT /front/journal HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"p" * 2000 + b"\r\nContent-Length: 1\r\n\r\n"
+    assert heads.parse(long) is not None and long not in heads._known  # too long to keep
 
 
 def test_a_plain_append_head_is_parsed():

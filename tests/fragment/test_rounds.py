@@ -61,6 +61,22 @@ def test_groups_that_arrive_during_a_round_form_the_next_one(tmp_path):
 
 
 
+def test_a_round_that_fails_by_a_bug_fails_each_waiter_and_the_next_round_runs(tmp_path):
+    """The round thread hands back whatever a round raised: each of its waiters
+    hears of it, none hangs, and the thread serves the next round."""
+    spool = _spool(tmp_path / "j", DescriptorPool(budget_fds=8))
+    broken = GroupWrite(None, [b"x\n"], LabelSet(), 1.0)  # type: ignore[arg-type]  # no spool: a bug
+
+    async def main() -> list[str]:
+        rounds = SyncRounds(asyncio.get_running_loop())
+        with pytest.raises(AttributeError):
+            await rounds.commit(broken)
+        return await rounds.commit(GroupWrite(spool, [b"after\n"], LabelSet(), 1.0))
+
+    assert asyncio.run(main()) == [hashlib.sha1(b"after\n").hexdigest()]
+    assert spool.end == len(b"after\n")
+
+
 def test_a_round_of_many_groups_on_a_local_file_system_is_one_syncfs(tmp_path):
     """ext4/xfs/btrfs (where tests run): one syncfs covers the round; a file system
     whose syncfs may not reach a disk (procfs here, FUSE or NFS elsewhere) keeps fdatasyncs."""

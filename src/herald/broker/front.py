@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from herald.broker.front_http import HeadLimits, PutHead, commit_answer, error_answer, parse_put_head
+from herald.broker.front_http import HeadLimits, KnownHeads, PutHead, commit_answer, error_answer
 from herald.broker.journal import Journal
 from herald.broker.limits import MAX_HEADER_FIELDS
 from herald.broker.metrics import METRICS, count_request
@@ -61,6 +61,7 @@ class Frontage:
         self.broker = broker
         self.aiohttp_server = aiohttp_server
         self.limits = HeadLimits(settings.max_header_bytes, MAX_HEADER_FIELDS, settings.max_append_bytes)
+        self.heads = KnownHeads(self.limits)
         self.idle_timeout_s = settings.idle_timeout_s
         self.body_timeout_s = settings.body_timeout_s
         self.connections: set[FrontConnection] = set()
@@ -177,12 +178,13 @@ class FrontConnection(asyncio.Protocol):
             if len(buffer) > self.front.limits.max_header_bytes or buffer.count(b"\n") != buffer.count(b"\r\n"):
                 self._hand_off(buffer)
             return
-        head = parse_put_head(buffer[:end + 4], self.front.limits)
+        raw_head = buffer[:end + 4]
+        head = self.front.heads.parse(raw_head)
         journal = self.front.journal_for(head) if head is not None else None
         if head is None or journal is None:
             self._hand_off(buffer)
             return
-        self.head, self.journal, self.raw_head = head, journal, buffer[:end + 4]
+        self.head, self.journal, self.raw_head = head, journal, raw_head
         self.buffer, self.since = b"", self.front.loop.time()
         self._take_body(buffer[end + 4:])
 

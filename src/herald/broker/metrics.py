@@ -29,7 +29,7 @@ GROUP_BYTE_BUCKETS = tuple(float(4 ** i) for i in range(14))
 class _Metrics:
     appended_bytes: Counter
     append_groups: Counter
-    append_requests: Histogram
+    append_requests: LoopHistogram
     group_appends: LoopHistogram
     group_bytes: LoopHistogram
     sync_rounds: Counter
@@ -50,8 +50,8 @@ class _Metrics:
 METRICS = _Metrics(
     appended_bytes=Counter("herald_broker_appended_bytes", "Bytes committed to journals", ["journal"]),
     append_groups=Counter("herald_broker_append_groups", "Group commits (one fsync each)", ["journal"]),
-    append_requests=Histogram("herald_broker_append_seconds", "Append latency, body read to ack",
-                              buckets=LATENCY_BUCKETS),
+    append_requests=LoopHistogram("herald_broker_append_seconds", "Append latency, body read to ack",
+                                  LATENCY_BUCKETS),
     group_appends=LoopHistogram("herald_broker_append_group_appends", "Appends committed per group commit",
                                 GROUP_APPEND_BUCKETS),
     group_bytes=LoopHistogram("herald_broker_append_group_bytes", "Bytes committed per group commit",
@@ -82,8 +82,8 @@ METRICS = _Metrics(
 )
 
 #: The loop-local metrics, for `herald.broker.loop_metrics.LoopMetrics` to export.
-LOOP = (METRICS.group_appends, METRICS.group_bytes, METRICS.sync_round_seconds, METRICS.requests,
-        METRICS.active_reads)
+LOOP = (METRICS.append_requests, METRICS.group_appends, METRICS.group_bytes, METRICS.sync_round_seconds,
+        METRICS.requests, METRICS.active_reads)
 
 
 def count_request(op: str, status: str) -> None:

@@ -20,9 +20,10 @@ import contextlib
 import functools
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from herald.fragment.fdatasyncs import SYNCS, PendingSync
 from herald.fragment.syncfs import syncfs, syncs_whole_file_system
 from herald.protocol.errors import HeraldError
 from herald.protocol.labels import LabelSet
@@ -33,10 +34,10 @@ if TYPE_CHECKING:
 __all__ = ["GroupWrite", "pwrite_all", "uses_syncfs", "write_round"]
 
 IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
-# Where a group's two fdatasyncs (data, commit line) run, concurrently with each other
-# and with the other groups of a sync round (`herald.fragment.rounds`): two per
-# journal in a round; a bigger round queues here.
-SYNC_THREADS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="herald-fdatasync")
+# Where `Spool.commit_through` (a replicating primary) runs its data fdatasync beside
+# the commit line's. A sync round's fdatasyncs go to the leaner
+# `herald.fragment.fdatasyncs` helpers instead.
+SYNC_THREADS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="herald-commit-sync")
 #: From this many groups in a round, one syncfs replaces their fdatasyncs (where the
 #: file system allows: `herald.fragment.syncfs`).
 SYNCFS_MIN_GROUPS = 3
@@ -105,7 +106,7 @@ class GroupWrite:
     def __init__(self, spool: Spool, contents: Sequence[bytes], registers: LabelSet, now_unix: float):
         self.spool, self.contents, self.registers, self.now_unix = spool, contents, registers, now_unix
         self.error: OSError | HeraldError | None = None
-        self._syncs: list[Future[None]] = []
+        self._syncs: list[PendingSync] = []
         self._sums: list[str] = []
         self._line: bytes = b""
         self._first: float | None = None
@@ -124,7 +125,7 @@ class GroupWrite:
         spool = self.spool
         spool.write_group(self.contents)
         if sync:
-            self._syncs.append(SYNC_THREADS.submit(os.fdatasync, spool._fd))
+            self._syncs.append(SYNCS.fdatasync(spool._fd))
 
     def write_record(self, sync_here: bool = True, sync_later: bool = True) -> None:
         """``sync_here``: fdatasync the line in this thread (a round's last group),
@@ -136,7 +137,7 @@ class GroupWrite:
         self._line, self._first, self._fragment_sum = spool._record_line(self.registers, self.now_unix)
         spool._put_record(self._line, sync=sync_here)
         if not sync_here and sync_later:
-            self._syncs.append(SYNC_THREADS.submit(os.fdatasync, spool._commits_fd))
+            self._syncs.append(SYNCS.fdatasync(spool._commits_fd))
 
     def finish(self) -> list[str]:
         """Each body's SHA1 once both syncs returned; raises what failed, if anything."""

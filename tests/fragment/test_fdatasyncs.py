@@ -1,0 +1,49 @@
+"""The fdatasync helpers (herald.fragment.fdatasyncs): a sync reports its own
+failure, and syncs started together run side by side, not in a queue."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+
+from herald.fragment.fdatasyncs import SyncHelpers
+
+
+def test_a_sync_returns_none_once_the_file_is_synced(tmp_path):
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
+    try:
+        os.write(fd, b"x")
+        assert SyncHelpers().fdatasync(fd).exception() is None
+    finally:
+        os.close(fd)
+
+
+def test_a_failed_sync_reports_its_error_and_only_its_own(tmp_path):
+    helpers = SyncHelpers()
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
+    r, w = os.pipe()
+    try:
+        good, bad = helpers.fdatasync(fd), helpers.fdatasync(r)  # a pipe cannot be synced
+        error = bad.exception()
+        assert isinstance(error, OSError) and error.errno == errno.EINVAL
+        assert good.exception() is None
+        assert bad.exception() is error  # asking again does not wait or change it
+    finally:
+        for each in (fd, r, w):
+            os.close(each)
+
+
+def test_syncs_started_together_each_get_a_thread(tmp_path):
+    """Up to the limit, every outstanding sync has a thread (a round of many
+    journals must not sync them one after another)."""
+    helpers = SyncHelpers(max_threads=4)
+    fds = [os.open(tmp_path / f"f{i}", os.O_RDWR | os.O_CREAT) for i in range(6)]
+    before = threading.active_count()
+    try:
+        syncs = [helpers.fdatasync(fd) for fd in fds]
+        assert all(sync.exception() is None for sync in syncs)
+        assert 1 <= threading.active_count() - before <= 4
+    finally:
+        for fd in fds:
+            os.close(fd)
