@@ -16,8 +16,9 @@ import httpx
 import pytest
 
 from herald.auth import ALL_CAPABILITIES, AuthKeys, Capability, Claims
+from herald.broker.peer_stream import frame_head
 from herald.client import BrokerClient
-from herald.protocol.labels import LabelSelector
+from herald.protocol.labels import LabelSelector, LabelSet
 from herald.testing import BrokerProcess, journal_spec, wait_for_route
 
 JOURNAL = "peers/journal"
@@ -34,7 +35,9 @@ def peer_requests(primary: str) -> list[tuple[str, dict]]:
     headers = {"X-Herald-Primary": primary}
     return [("/v1/replicate/sync", {"params": {"journal": JOURNAL}, "json": SYNC_BODY, "headers": headers}),
             ("/v1/replicate/append", {"params": {"journal": JOURNAL, "begin": "0", "fragment_begin": "0"},
-                                      "content": b"evil\n", "headers": {**headers, "X-Registers": ""}})]
+                                      "content": b"evil\n", "headers": {**headers, "X-Registers": ""}}),
+            ("/v1/replicate/stream", {"params": {"journal": JOURNAL}, "headers": dict(headers),
+                                      "content": frame_head(0, 0, 5, LabelSet()) + b"evil\n"})]
 
 
 KEY = b"k" * 32

@@ -103,26 +103,55 @@ def test_a_stale_record_beyond_a_later_one_restarts_the_hash():
     assert best == 2 and digest == hashlib.sha1(data).hexdigest()
 
 
-def test_commit_through_commits_only_the_groups_named_and_keeps_later_ones_pending(tmp_path):
-    """A pipelining primary (herald.broker.primary_pipeline) writes later groups before
-    earlier ones are committed: a commit line names only the finished groups, so a
-    crash recovers exactly those, and rolling back drops only the pending ones."""
+def _precommit(spool: Spool, end: int, now: float) -> tuple[int, float | None]:
+    """What the primary does for a group in flight: its line, synced beside its data."""
+    line, at, first = spool.precommit_line(end, spool.pending_sha1_hex(), REGS, now)
+    spool.sync_precommit(line, at)
+    return len(line), first
+
+
+def test_precommitted_groups_commit_in_order_and_a_failed_one_is_dropped(tmp_path):
+    """A pipelining primary (herald.broker.primary_pipeline) syncs each group's data and
+    commit line while its peers sync theirs, and commits in memory only once they
+    answered: readers see nothing before; a later group that failed has its line
+    zeroed, so a crash recovers exactly the committed groups."""
     spool = Spool(tmp_path / "j", "j", 0, CompressionCodec.NONE, LabelSet(), pool=DescriptorPool(budget_fds=8))
-    assert spool.write_pending([b"one\n"]) == [hashlib.sha1(b"one\n").hexdigest()]
-    after_one = spool.pending_sha1_hex()
-    before_two = spool.mark()
-    spool.write_pending([b"two\n", b"2\n"])
-    spool.commit_through(4, after_one, REGS, 1000.0)
-    assert (spool.end, spool.pending_bytes, spool.registers) == (4, 6, REGS)
-    assert spool.fragment().sum == after_one
-    (found,), registers = _recover(spool)  # a crash now: only the first group is committed
-    assert (found.fragment.end, found.fragment.sum, registers) == (4, after_one, REGS)
-    assert spool.path.read_bytes() == b"one\n"
-    spool.rollback(before_two)  # the second group failed: forget it, keep the first
-    spool.write_pending([b"three\n"])
-    spool.commit_through(10, spool.pending_sha1_hex(), REGS, 1001.0)
+    with spool.holding_descriptors():
+        assert spool.write_pending([b"one\n"]) == [hashlib.sha1(b"one\n").hexdigest()]
+        after_one = spool.pending_sha1_hex()
+        one_line, first = _precommit(spool, 4, 1000.0)
+        before_two = spool.mark()
+        spool.write_pending([b"two\n", b"2\n"])
+        _precommit(spool, 10, 1000.5)
+        assert (spool.end, spool.pending_bytes) == (0, 10)  # nothing visible: no peer answered
+        spool.commit_precommitted(4, after_one, REGS, first, one_line)
+        assert (spool.end, spool.pending_bytes, spool.registers) == (4, 6, REGS)
+        assert spool.fragment().sum == after_one
+        spool.rollback(before_two)  # the second group's peers failed: forget it, keep the first
+        spool.drop_precommits()
+        (found,), registers = _recover(spool)  # a crash now: only the first group is committed
+        assert (found.fragment.end, found.fragment.sum, registers) == (4, after_one, REGS)
+        assert spool.path.read_bytes() == b"one\n"
+        spool.write_pending([b"three\n"])
+        three_line, _ = _precommit(spool, 10, 1001.0)  # over the dropped line
+        spool.commit_precommitted(10, spool.pending_sha1_hex(), REGS, None, three_line)
     spool.close()
     (found,), _ = _recover(spool)
     assert spool.path.read_bytes() == b"one\nthree\n"
     assert found.fragment.sum == hashlib.sha1(b"one\nthree\n").hexdigest()
     assert found.first_append_unix == 1000.0
+    assert [r.end for r in read_commit_records(spool.commits_path)] == [4, 10]
+
+
+def test_a_line_synced_before_its_group_failed_recovers_the_group_after_a_crash(tmp_path):
+    """Killed after a group's line was synced here but before its peers answered (so
+    before any acknowledgement): the bytes survive the restart, as they would on a peer
+    that committed them; the sync after the restart makes the furthest replica win
+    (docs/cluster.md: journals are at-least-once). Never a byte the line does not name."""
+    spool = Spool(tmp_path / "j", "j", 0, CompressionCodec.NONE, LabelSet(), pool=DescriptorPool(budget_fds=8))
+    with spool.holding_descriptors():
+        spool.write_pending([b"one\n"])
+        _precommit(spool, 4, 1000.0)
+        spool.write_pending([b"unsynced\n"])  # written, its line never was
+    (found,), _ = _recover(spool)
+    assert (found.fragment.end, spool.path.read_bytes()) == (4, b"one\n")

@@ -40,7 +40,7 @@ OPEN_PREFIX = STATIC_PREFIX
 #: one from a cookie, and answers a browser with a form rather than JSON.
 SELF_CHECKED_PATHS = frozenset({"/"})
 #: Broker-to-broker paths: authenticated by the peer keys, even without ``--auth-keys``.
-PEER_PATHS = frozenset({"/v1/replicate/sync", "/v1/replicate/append"})
+PEER_PATHS = frozenset({"/v1/replicate/sync", "/v1/replicate/append", "/v1/replicate/stream"})
 CONTROL_CAPABILITIES = {
     "/v1/journals/list": Capability.LIST,
     "/v1/members/list": Capability.LIST,

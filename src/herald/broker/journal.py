@@ -156,6 +156,8 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         except (OSError, HeraldError) as err:  # the spool stays on disk, recovered at the next start
             log.warning("journal=%s could not roll its spool at close: %s", self.spec.name, err)
         self.fragments.stop_refreshing()
+        if self.pipeline is not None:
+            self.pipeline.close()
         await self._serving.stop()
         await self.fragments.drain()
         if self._commit_event is None:
@@ -170,12 +172,16 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
     def become_primary(self, pipeline: Pipeline | None) -> None:
         """Take appends, replicating each group through ``pipeline`` (None: a peerset
         of one). A new pipeline syncs its peers before the next group commits."""
+        if self.pipeline is not None and self.pipeline is not pipeline:
+            self.pipeline.close()  # its peer streams (herald.broker.peer_stream)
         self.is_primary, self.pipeline = True, pipeline
         self.role_changes.signal()
 
     def demote(self) -> None:
         """Stop taking appends (another broker is primary, or our lease is gone);
         replicated writes from the primary are still taken."""
+        if self.pipeline is not None:
+            self.pipeline.close()
         self.is_primary, self.pipeline = False, None
         self.role_changes.signal()
 

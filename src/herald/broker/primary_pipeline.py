@@ -4,26 +4,28 @@ earlier ones wait for their peers.
 Without pipelining each group cost its local write+fdatasync (beside the peers'),
 then the wait for the slowest peer, then the local commit line's fdatasync, and only
 then could the next group start: a journal's throughput was one peer round trip per
-group. Here a group that has been written locally (not yet synced) and sent to every
-peer is *in flight*; the append task goes on to write the next groups (up to
-`PIPELINE_DEPTH` in flight) and finishes the oldest ones as their peers answer: one
-fdatasync of the data and one commit line (lines are cumulative: the newest names
-every byte before it) commit every group whose peers all answered, and those groups
-are acknowledged.
+group. Here a group that has been written locally and sent to every peer (on its
+stream, `herald.broker.peer_stream`) is *in flight*: its data and its own commit
+line are fdatasync'd here *while* the peers sync theirs (`Spool.precommit_line`),
+and the append task goes on to write the next groups (up to `PIPELINE_DEPTH` in
+flight). A group whose peers all answered and whose local sync returned commits in
+memory (readers see it) and is acknowledged, oldest first.
 
 Durability and order are exactly as without pipelining:
 
 - A group is acknowledged only after every peer answered that it committed the
-  same fragment (same SHA1), and its bytes and a commit line covering it are
-  fdatasync'd here [I-APPEND-3] (`Spool.commit_through`). The line names only finished groups'
-  bytes (`Spool.commit_through`): later groups' bytes stay pending.
+  same fragment (same SHA1), and its bytes and its commit line are fdatasync'd
+  here [I-APPEND-3]. A line synced for a group that then fails is zeroed
+  (`Spool.drop_precommits`); if it reached the disk first, a restart keeps that
+  group's bytes, as a peer that committed it does (never acknowledged: journals
+  are at-least-once, docs/cluster.md).
 - Groups finish in order. When one fails (a peer's error or a different SHA1, a
   local disk error), every group written after it fails too and is never
   acknowledged; the spool rolls back to before the failed group [I-APPEND-2], and
   the pipeline re-syncs its peers before the next group. Before rolling back, the
-  later groups' replication is awaited, so no request of theirs is still on its way
-  to a peer when the peers are re-synced. A peer applies a pipelined group only once
-  the group before it committed there (`ReplicaSide.apply_replicated`).
+  later groups' replication and local syncs are awaited, so nothing of theirs is
+  still on its way to a peer or a disk when the peers are re-synced. A peer applies
+  a stream's groups one after another, and stops at the first that fails.
 - Anything that changes the spool other than writing a group (a roll, a pipeline
   sync, a demotion, closing) first finishes every group in flight; the spool lock
   is held for as long as a group is in flight, so a replicated write or sync from
@@ -49,11 +51,13 @@ from herald.protocol.labels import LabelSet
 
 log = logging.getLogger(__name__)
 
-#: Groups in flight at most: each waits for one peer round trip while the next is
-#: written; a full pipeline waits for its oldest. Deeper pipelines made groups
-#: smaller, and each group costs every replica ~1-1.5 ms of CPU (an HTTP request,
-#: a sync round): on a 2-core machine running all three brokers, 4 used more CPU
-#: per append than it saved in waiting (measured: 610 vs 460 us per append).
+#: Groups in flight at most: each waits for its peers' answers (and its own sync)
+#: while the next is written; a full pipeline waits for its oldest. Deeper pipelines
+#: made groups smaller, and each group has a fixed cost on every broker (a frame, a
+#: sync round, thread hand-offs: ~0.3-0.6 ms of CPU per replica on the streams of
+#: `herald.broker.peer_stream`, 1-1.5 ms with a request per group). Measured with a
+#: request per group, three brokers on two cores: 4 used more CPU per append than it
+#: saved in waiting (610 vs 460 us); on streams the difference was lost in the noise.
 PIPELINE_DEPTH = 2
 #: A group this small is written to the page cache (no sync) on the event loop while
 #: the spool is pinned open (no file to create or open): an executor hop costs more
@@ -75,7 +79,12 @@ class InFlight:
     mark: object  # the spool's running SHA1 before this group (to roll back to)
     pipeline: Pipeline
     remote: asyncio.Future[list[str]]  # the peers' fragment SHA1s
-    now_unix: float
+    local: asyncio.Future[None]  # this group's data and commit line synced here
+    line_bytes: int  # its commit line's length
+    first_append_unix: float | None  # what its line sets, if anything
+
+    def settled(self) -> bool:
+        return self.remote.done() and self.local.done()
 
 
 class PipelinedPrimary:
@@ -101,10 +110,7 @@ class PipelinedPrimary:
         begin = spool.end + spool.pending_bytes
         mark, now = spool.mark(), time.time()
         remote = asyncio.ensure_future(
-            pipeline.replicate(spool.begin, begin, b"".join(contents), registers))
-        # Wake the append task when the peers answer, to finish this group even if
-        # no other group comes (a poke finishes the groups whose peers answered).
-        remote.add_done_callback(lambda _: self.poke())
+            pipeline.replicate(spool.begin, begin, contents, registers))
         loop = asyncio.get_running_loop()
         try:
             pin_first = self._inflight_pin is None
@@ -125,9 +131,24 @@ class PipelinedPrimary:
             log.error("journal=%s append failed, group rolled back: %s", spool.journal, err)
             fail_group([pending for pending, _ in accepted], as_herald_error(err))
             return
-        inflight.append(InFlight(accepted, contents, sums, begin, begin + sum(map(len, contents)),
-                                 spool.pending_sha1_hex(), registers, mark, pipeline, remote, now))
+        end, fragment_sum = begin + sum(map(len, contents)), spool.pending_sha1_hex()
+        # Our sync of the group (data and commit line) runs beside the peers' (see
+        # `Spool.precommit_line`), after the group before it.
+        line, at, first = spool.precommit_line(end, fragment_sum, registers, now)
+        local = asyncio.ensure_future(self._sync_locally(spool, line, at, inflight[-1].local if inflight else None))
+        item = InFlight(accepted, contents, sums, begin, end, fragment_sum, registers, mark, pipeline,
+                        remote, local, len(line), first)
+        # Wake the append task once both are done, to finish this group even if no
+        # other group comes (a poke finishes the groups that settled).
+        for future in (remote, local):
+            future.add_done_callback(lambda _: item.settled() and self.poke())
+        inflight.append(item)
         await self._finish_answered(wait_oldest=len(inflight) >= PIPELINE_DEPTH)
+
+    async def _sync_locally(self, spool, line: bytes, at: int, previous: asyncio.Future | None) -> None:
+        if previous is not None:
+            await _settled(previous)  # one sync at a time, in order: lines land in order
+        await asyncio.get_running_loop().run_in_executor(None, spool.sync_precommit, line, at)
 
     async def _finish_inflight(self) -> bool:
         """Finish every group in flight; whether all of them committed."""
@@ -143,17 +164,14 @@ class PipelinedPrimary:
         inflight = self._inflight
         if wait_oldest and inflight:
             await _settled(inflight[0].remote)
+            await _settled(inflight[0].local)
         ready, failure = _answered(inflight)
         if ready:
             last = ready[-1]
-            try:
-                await asyncio.get_running_loop().run_in_executor(
-                    None, self._spool.commit_through,
-                    last.end, last.fragment_sum, last.registers, last.now_unix)
-            except (OSError, HeraldError) as err:
-                await self._fail_from(ready[0], as_herald_error(err))
-                return False
-            METRICS.fdatasyncs.inc(2)  # the data and the commit line, as a sync round counts them
+            first = next((item.first_append_unix for item in ready if item.first_append_unix is not None), None)
+            self._spool.commit_precommitted(last.end, last.fragment_sum, last.registers, first,
+                                            sum(item.line_bytes for item in ready))
+            METRICS.fdatasyncs.inc(2 * len(ready))  # data and commit line, as a sync round counts them
             for item in ready:
                 inflight.popleft()
                 self._published(item.accepted, item.contents, item.sums, item.begin)
@@ -178,7 +196,9 @@ class PipelinedPrimary:
         self._inflight.clear()
         for item in failed:
             await _settled(item.remote)  # none of its requests still on the way to a peer
+            await _settled(item.local)  # nor a sync of its line still running here
         self._spool.rollback(first.mark)
+        self._spool.drop_precommits()
         self._release_pin()
         log.error("journal=%s replicated append failed, %d groups rolled back: %s",
                   self._spool.journal, len(failed), err.message)
@@ -199,12 +219,13 @@ def _answered(inflight: deque[InFlight]) -> tuple[list[InFlight], HeraldError | 
     error of the group after them if its replication failed."""
     ready = []
     for item in inflight:
-        if not item.remote.done():
+        if not item.settled():
             return ready, None
         try:
+            item.local.result()
             peer_sums = item.remote.result()
-        except HeraldError as err:
-            return ready, err
+        except (OSError, HeraldError) as err:
+            return ready, as_herald_error(err)
         except Exception as err:  # noqa: BLE001 - a bug in the client: the group fails, loudly
             log.exception("replication of journal=%s failed", item.pipeline.journal)
             return ready, HeraldError(Status.INTERNAL, f"replication failed: {err!r}")

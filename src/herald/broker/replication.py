@@ -6,15 +6,18 @@ Protocol (broker to broker, JSON errors as everywhere):
   peer rolls forward to ``end`` if it is behind and answers ``{begin, end, registers}``.
   An answer ahead of the primary makes the primary roll forward to it: the most
   advanced replica wins, so no byte any replica committed is dropped.
-- ``POST /v1/replicate/append?journal=J&begin=B&fragment_begin=F`` with the group's
-  bytes and ``X-Registers``: the peer writes, fdatasyncs and commits them, and
-  answers the SHA1 of its fragment; the primary commits only when every peer's
-  SHA1 equals its own [I-APPEND-3].
+- ``POST /v1/replicate/stream?journal=J``: the primary's groups, one frame each, on
+  one long request (`herald.broker.peer_stream`): the peer writes, fdatasyncs and
+  commits each in turn, and answers a line with the SHA1 of its fragment; the
+  primary commits only when every peer's SHA1 equals its own [I-APPEND-3].
+- ``POST /v1/replicate/append?journal=J&begin=B&fragment_begin=F`` with one group's
+  bytes and ``X-Registers``: the same for a single group, as one request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -22,12 +25,15 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 import orjson
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from herald.broker import wire
 from herald.broker.authz import authorize_journal
 from herald.broker.backoff import RetryPacer
 from herald.broker.endpoints import Endpoint, Param, add_endpoints
+from herald.broker.group import MAX_GROUP_BYTES
 from herald.broker.metrics import METRICS
+from herald.broker.peer_stream import PeerStream, answer_line, error_line, frame_head, read_frame
 from herald.broker.preconditions import catch_up_to_index
 from herald.broker.proxy import ROUTE_REVISION_HEADER, route_revision
 from herald.protocol.errors import HeraldError, Status, ValidationError, with_field_prefix
@@ -55,6 +61,7 @@ class Pipeline:
         self.advertise = advertise
         self.synced = False
         self.pacer = RetryPacer()  # spaces syncs to peers that keep failing
+        self._streams: dict[str, PeerStream] = {}
 
     async def sync(self, journal) -> None:
         """Bring every peer to the primary's end (or the primary to the furthest peer's).
@@ -67,6 +74,7 @@ class Pipeline:
         if wait_s := self.pacer.wait_s(now):
             raise HeraldError(Status.INSUFFICIENT_JOURNAL_BROKERS,
                               f"replicas of {self.journal} are unreachable; next try in {wait_s:.1f} s")
+        self.close()  # groups before the sync never follow it on a peer's stream
         try:
             await self._sync(journal)
         except HeraldError as err:
@@ -109,14 +117,46 @@ class Pipeline:
         doc = await self._post(peer, "/v1/replicate/sync", {"journal": self.journal}, orjson.dumps(body))
         return doc["begin"], doc["end"], LabelSet.from_list(doc["registers"])
 
-    async def replicate(self, fragment_begin: int, begin: int, content: bytes,
-                        registers: LabelSet) -> list[str]:
-        """Send one group to every peer; their fragment SHA1s, or raise."""
-        params = {"journal": self.journal, "begin": str(begin), "fragment_begin": str(fragment_begin)}
-        headers = {"X-Registers": str(registers)}
-        docs = await asyncio.gather(*(self._post(p, "/v1/replicate/append", params, content, headers)
-                                      for p in self.peers))
-        return [doc["sum"] for doc in docs]
+    def replicate(self, fragment_begin: int, begin: int, contents: list[bytes],
+                  registers: LabelSet) -> Awaitable[list[str]]:
+        """Send one group (its bodies) to every peer now, on each one's stream after
+        the groups sent before it; await the result for their fragment SHA1s."""
+        head = frame_head(begin, fragment_begin, sum(map(len, contents)), registers)
+        frame = b"".join([head, *contents])  # one chunk, one send per peer
+        credentials = self.credentials()
+        answers = [self._stream(peer, credentials).send(frame) for peer in self.peers]
+        return self._answers(answers)
+
+    async def _answers(self, answers: list[asyncio.Future[str]]) -> list[str]:
+        try:
+            return await asyncio.wait_for(asyncio.gather(*answers), REPLICATION_TIMEOUT_S)
+        except TimeoutError:
+            self.synced = False
+            self.close()
+            raise HeraldError(Status.INSUFFICIENT_JOURNAL_BROKERS,
+                              f"replicas of {self.journal} did not answer within {REPLICATION_TIMEOUT_S:g} s") from None
+
+    def _stream(self, peer: str, credentials: dict[str, str]) -> PeerStream:
+        """The open stream to ``peer``, or a new one (also when our peer token was
+        renewed: a stream is authenticated once, at open)."""
+        stream = self._streams.get(peer)
+        if stream is None or stream.closed or stream.credentials != credentials:
+            if stream is not None:
+                stream.close(graceful=True)  # answers every frame it was sent, then ends
+            headers = {**credentials, PRIMARY_HEADER: self.primary, ROUTE_REVISION_HEADER: str(self.revision())}
+            stream = self._streams[peer] = PeerStream(self.session, peer, self.journal, headers, self._stream_failed)
+            stream.credentials = credentials
+        return stream
+
+    def _stream_failed(self, _err: HeraldError) -> None:
+        self.synced = False  # re-sync before the next group
+
+    def close(self) -> None:
+        """Drop every stream (a re-sync, a new pipeline, a demotion, closing): frames
+        not yet answered fail."""
+        streams, self._streams = list(self._streams.values()), {}
+        for stream in streams:
+            stream.close()
 
     async def _post(self, peer: str, path: str, params: dict, body: bytes,
                     headers: dict | None = None) -> dict:
@@ -228,6 +268,62 @@ async def handle_append(request: web.Request) -> web.Response:
     return web.json_response({"sum": digest}, dumps=_dumps)
 
 
+async def handle_stream(request: web.Request) -> web.StreamResponse:
+    """Peers only: apply a primary's groups, streamed as frames, in order; one answer line each."""
+    broker = request.app["broker"]
+    journal = await _replica(request)
+    name, primary = journal.spec.name, request.headers.get(PRIMARY_HEADER, "")
+    if (deadline := request.get("body_deadline")) is not None:
+        deadline.cancel()  # an open-ended body; the primary bounds each group's answer
+    response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+    await response.prepare(request)
+    stop = asyncio.ensure_future(_drop_when_stopping(broker, request))
+    judged_at = broker.keyspace.revision
+    limit = MAX_GROUP_BYTES + broker.settings.max_append_bytes
+    try:
+        while frame := await read_frame(request.content, lambda head: _frame_fields(head, limit)):
+            if broker.keyspace.revision != judged_at:  # the route may have moved: judge the primary again
+                judged_at = broker.keyspace.revision
+                journal = _agreed_replica(broker, name, primary)
+            fragment_begin, begin, registers, content = frame
+            digest = await journal.apply_replicated(fragment_begin, begin, content, registers)
+            await response.write(answer_line(digest))
+    except HeraldError as err:
+        with contextlib.suppress(ConnectionError):
+            await response.write(error_line(err))
+    except (ConnectionError, HttpProcessingError):
+        pass  # the primary dropped the stream: its unanswered groups fail there
+    finally:
+        stop.cancel()
+    return response
+
+
+async def _drop_when_stopping(broker, request: web.Request) -> None:
+    """A stream never ends by itself: end it when the broker stops (shutdown is bounded)."""
+    await broker.stopping.wait()
+    if request.transport is not None:
+        request.transport.close()
+
+
+def _frame_fields(head: dict, limit: int) -> tuple[int, int, LabelSet, int]:
+    """``(fragment_begin, begin, registers, length)`` of a frame header, each checked."""
+    fragment_begin = _offset(head.get("fragment_begin"), "fragment_begin")
+    begin, length = _offset(head.get("begin"), "begin"), _offset(head.get("length"), "length")
+    if fragment_begin > begin:
+        raise ValidationError("fragment_begin", f"must be ≤ begin ({fragment_begin} > {begin})")
+    if length > limit:
+        raise ValidationError("length", f"a group is at most {limit} bytes, not {length}")
+    if begin + length > MAX_OFFSET:
+        raise ValidationError("begin", "the append would pass the largest offset")
+    registers = head.get("registers", "")
+    if not isinstance(registers, str):
+        raise ValidationError("registers", "must be a string of labels")
+    try:
+        return fragment_begin, begin, LabelSet.parse(registers), length
+    except ValidationError as err:
+        raise ValidationError("registers", err.message) from None
+
+
 def _dumps(doc) -> str:
     return orjson.dumps(doc).decode()
 
@@ -242,6 +338,8 @@ ENDPOINTS = (
              query=(*_PEER_QUERY, Param("begin", "Journal offset of the group.", int, True, minimum=0),
                     Param("fragment_begin", "Where the primary's fragment begins.", int, True, minimum=0)),
              headers=(*_PEER_HEADERS, Param("X-Registers", "The registers after this group."))),
+    Endpoint("POST", "/v1/replicate/stream", handle_stream, "peers", "application/octet-stream",
+             "application/x-ndjson", query=_PEER_QUERY, headers=_PEER_HEADERS),
 )
 
 

@@ -95,6 +95,7 @@ class Spool:
         self._fd = -1
         self._commits_fd = -1
         self._commits_pos = 0
+        self._precommitted = 0  # bytes of commit lines past _commits_pos, groups in flight
         self._commits_allocated = 0
         self._data_allocated = 0  # bytes of the spool file written (data or zero padding)
         if len(registers):
@@ -231,31 +232,56 @@ class Spool:
 
     def write_pending(self, contents: Sequence[bytes]) -> list[str]:
         """Write a group after the pending bytes, neither synced nor committed; each
-        body's SHA1 (blocking). `commit_through` makes it durable later."""
+        body's SHA1 (blocking). `sync_precommit` makes it durable later."""
         with self.holding_descriptors():
             self.write_group(contents)
             return self._hash(contents)
 
-    def commit_through(self, end: int, fragment_sum: str, registers: LabelSet, now_unix: float) -> None:
-        """Make the pending bytes up to ``end`` durable and commit them, and only them
-        (blocking): their data and a commit line naming ``end`` and ``fragment_sum``
-        (the running SHA1 there) are fdatasync'd side by side, as in a sync round,
-        since recovery trusts a line only if the bytes hash to its sum [I-FRAG-2].
-        A replicating primary writes later groups while earlier ones wait for their
-        peers, so bytes past ``end`` may be pending too; they stay pending."""
-        assert self.end <= end <= self.end + self._delta
+    # -- a replicating primary's groups in flight (herald.broker.primary_pipeline) ----
+    # Each group's commit line is written and synced with its data while the peers
+    # still have the group (`precommit_line`, `sync_precommit`), so the peers' syncs
+    # and ours overlap; the group commits in memory (readers, acknowledgement) only
+    # once every peer answered (`commit_precommitted`) [I-APPEND-3]. A group that
+    # fails has its line zeroed (`drop_precommits`). A line whose group failed but
+    # reached the disk first is as a replica's commit of that group: recovery keeps
+    # those bytes, never acknowledged (as any peer that committed them does).
+
+    def precommit_line(self, end: int, fragment_sum: str, registers: LabelSet,
+                       now_unix: float) -> tuple[bytes, int, float | None]:
+        """The commit line of the pending bytes up to ``end`` (the running SHA1
+        there is ``fragment_sum``), where in the commits file it goes (after the lines
+        of the groups before it), and the first-append time it sets. Loop only."""
         first = now_unix if self.first_append_unix is None and end > self.end else None
         line = encode_record(end, registers, fragment_sum, first)
-        with self.holding_descriptors():
-            data_synced = SYNC_THREADS.submit(os.fdatasync, self._fd)
-            try:
-                self._put_record(line)
-            finally:
-                data_synced.result()  # raises what failed; descriptors stay pinned until done
+        at = self._commits_pos + self._precommitted
+        self._precommitted += len(line)
+        return line, at, first
+
+    def sync_precommit(self, line: bytes, at: int) -> None:
+        """Write a `precommit_line` and fdatasync it beside the data (blocking;
+        descriptors pinned by the caller; one at a time, in order)."""
+        data_synced = SYNC_THREADS.submit(os.fdatasync, self._fd)
+        try:
+            self._put_record(line, at=at)
+        finally:
+            data_synced.result()  # raises what failed; descriptors stay pinned until done
+
+    def commit_precommitted(self, end: int, fragment_sum: str, registers: LabelSet,
+                            first_append_unix: float | None, line_bytes: int) -> None:
+        """The groups up to ``end``, whose lines (``line_bytes`` in all) were synced,
+        commit: readers see them. Bytes past ``end`` stay pending. Loop only."""
+        assert self.end <= end <= self.end + self._delta and line_bytes <= self._precommitted
         pending_after = self.end + self._delta - end
         self._delta = end - self.end
-        self._advance(len(line), registers, first, fragment_sum)
+        self._advance(line_bytes, registers, first_append_unix, fragment_sum)
+        self._precommitted -= line_bytes
         self._delta = pending_after
+
+    def drop_precommits(self) -> None:
+        """Zero the lines of groups that failed (no sync of theirs still running;
+        descriptors pinned by the caller), so the next lines are written over them."""
+        self._erase_record(self._precommitted)
+        self._precommitted = 0
 
     def append_group(self, contents: Sequence[bytes], registers: LabelSet, now_unix: float) -> list[str]:
         """Write a group after the committed bytes, make it durable and commit it, in
@@ -288,14 +314,15 @@ class Spool:
         fragment_sum = self._sha1.hexdigest()
         return encode_record(self.end + self._delta, registers, fragment_sum, first), first, fragment_sum
 
-    def _put_record(self, line: bytes, sync: bool = True) -> None:
+    def _put_record(self, line: bytes, sync: bool = True, at: int | None = None) -> None:
         """Write and fdatasync one commit line at the end of the preallocated commits
         file (descriptors held by the caller); the position advances in `_advance`.
 
         The file is preallocated so that fdatasync need not journal a size change:
         measured here, that halves the cost of syncing each commit record.
         """
-        if self._commits_pos + len(line) > self._commits_allocated:
+        at = self._commits_pos if at is None else at
+        if at + len(line) > self._commits_allocated:
             step = min(max(self._commits_allocated, COMMITS_FIRST_PREALLOC_BYTES), COMMITS_PREALLOC_BYTES)
             grow = max(step, len(line))
             # Zeros written, not fallocate'd: an unwritten extent turns written at the
@@ -303,7 +330,7 @@ class Spool:
             pwrite_all(self._commits_fd, [bytes(grow)], self._commits_allocated)
             self._commits_allocated += grow
             os.fsync(self._commits_fd)
-        pwrite_all(self._commits_fd, [line], self._commits_pos)
+        pwrite_all(self._commits_fd, [line], at)
         if sync:
             os.fdatasync(self._commits_fd)
 
