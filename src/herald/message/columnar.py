@@ -105,7 +105,9 @@ def scan_ndjson(buf: bytes, base: int, framing: NDJSONFraming, values: bool = Tr
     elif keep is not None:
         kept = _drop_lines(data, starts, newlines, keep)
     else:
-        kept = np.frombuffer(buf[:consumed].replace(b"\n", b""), dtype=np.uint8)  # memchr speed
+        # memchr speed; the torn tail past ``consumed`` has no newline, so it ends the
+        # result and ``count`` leaves it out without slicing (a copy of the block) first.
+        kept = np.frombuffer(buf.replace(b"\n", b""), dtype=np.uint8, count=consumed - n)
     if keep is not None:
         starts, newlines, lengths = starts[keep], newlines[keep], lengths[keep]
         uuids, has_uuid = uuids[keep], has_uuid[keep]
