@@ -51,6 +51,7 @@ CONTROL_CAPABILITIES = {
     "/v1/pipelines/report": Capability.APPEND,
     "/v1/replicate/sync": Capability.REPLICATE,
     "/v1/replicate/append": Capability.REPLICATE,
+    "/v1/replicate/stream": Capability.REPLICATE,
 }
 GATEWAY_CAPABILITIES = {"GET": Capability.READ, "HEAD": Capability.READ, "PUT": Capability.APPEND}
 PEER_TOKEN_TTL_S = 60.0
