@@ -55,10 +55,12 @@ log = logging.getLogger(__name__)
 #: while the next is written; a full pipeline waits for its oldest. Deeper pipelines
 #: made groups smaller, and each group has a fixed cost on every broker (a frame, a
 #: sync round, thread hand-offs: ~0.3-0.6 ms of CPU per replica on the streams of
-#: `herald.broker.peer_stream`, 1-1.5 ms with a request per group). Measured with a
-#: request per group, three brokers on two cores: 4 used more CPU per append than it
-#: saved in waiting (610 vs 460 us); on streams the difference was lost in the noise.
-PIPELINE_DEPTH = 2
+#: `herald.broker.peer_stream`, 1-1.5 ms with a request per group). Three brokers on
+#: two cores are CPU-bound, so fewer, larger groups win now that our own sync runs
+#: beside the peers' instead of after them: with streams, replication 3 at 32
+#: writers made 10.9-11.2 k appends/s at depth 1 against 8.8-9.05 k at depth 2, and
+#: depth 4 was worse still (`bench cluster`, interleaved runs, same minutes).
+PIPELINE_DEPTH = 1
 #: A group this small is written to the page cache (no sync) on the event loop while
 #: the spool is pinned open (no file to create or open): an executor hop costs more
 #: than the write, and this write is on the critical path.
