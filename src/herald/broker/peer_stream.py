@@ -32,6 +32,7 @@ import aiohttp
 import orjson
 
 from herald.broker.metrics import METRICS
+from herald.broker.wire import json_object
 from herald.protocol.errors import HeraldError, Status, ValidationError
 from herald.protocol.labels import LabelSet
 
@@ -187,13 +188,7 @@ async def read_frame(body: aiohttp.StreamReader, parse_head: Callable[[dict], tu
     if len(line) > MAX_HEAD_BYTES or not line.endswith(b"\n"):
         raise ValidationError("body", "a frame header must be one line of at most "
                               f"{MAX_HEAD_BYTES} bytes, ending in a newline")
-    try:
-        head = orjson.loads(line)
-    except orjson.JSONDecodeError as err:
-        raise ValidationError("body", f"a frame header is not JSON: {err}") from None
-    if not isinstance(head, dict):
-        raise ValidationError("body", "a frame header must be a JSON object")
-    fields = parse_head(head)
+    fields = parse_head(json_object(line, "a frame header:"))
     length = fields[-1]
     with contextlib.suppress(asyncio.IncompleteReadError):
         return (*fields[:-1], await body.readexactly(length))

@@ -33,14 +33,16 @@ def _doc(text: str, **schema: Any) -> dict:
     return {"schema": {"description": text, **schema}}
 
 
-def json_object(raw: bytes) -> dict:
-    """A request body that must be one JSON object (400 naming ``body`` otherwise)."""
+def json_object(raw: bytes, what: str = "") -> dict:
+    """A request body (or the part of it called ``what``) that must be one JSON
+    object (400 naming ``body`` otherwise)."""
+    prefix = f"{what} " if what else ""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as err:
-        raise ValidationError("body", f"invalid JSON: {err}") from None
+        raise ValidationError("body", f"{prefix}invalid JSON: {err}") from None
     if not isinstance(body, dict):
-        raise ValidationError("body", "must be a JSON object")
+        raise ValidationError("body", f"{prefix}must be a JSON object")
     return body
 
 
