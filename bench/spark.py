@@ -9,7 +9,10 @@
   also with one task for the journal (``minPartitions=1``: its slice not split);
 - batch and streaming reads under ``local[1]`` and ``local[2]`` in fresh
   processes (`bench.spark_parallel`): the parallel efficiency;
-- sink rows/s (the batch writer: one transaction) vs Spark's ``text`` sink;
+- sink rows/s, batch (one transaction) and streaming (exactly once, availableNow
+  over text files), vs Spark's ``text`` sinks and vs format ``herald-sink-ceiling``
+  (`bench.spark_sink_ceiling`: a Python sink that drops its Arrow batches — the
+  Python sink API's own ceiling);
 - dedupe: backlog, live at 10 k events/s, 1 vs 16 journals (`bench.spark_dedupe`).
 
 ``HERALD_BENCH_SPARK_CASES`` (comma-separated subset of reads, parallel, sink,
@@ -35,6 +38,7 @@ from bench.spark_dedupe import dedupe_headlines, run_dedupe_cases
 __all__ = ["run", "spark_session"]
 
 CEILING = "python source ceiling"
+SINK_CEILING = "python sink ceiling"
 STREAM_WHOLE = "herald, one task per journal"
 UNITS = {"rows_per_s": "rows/s", "events_per_s": "events/s", "p50_ms": "ms", "p99_ms": "ms"}
 READ_FRAGMENT_BYTES = 16 << 20
@@ -251,9 +255,14 @@ def _available_now(df: Any, checkpoint: Path) -> None:
 
 
 def _sink(report: Report, config: Config, spark: Any, url: str, scratch: Path) -> None:
+    """The batch writer (one transaction) vs Spark's ``text`` writer, then the
+    streaming sink (exactly once, one availableNow batch) vs Spark's streaming file
+    sink, both reading the same text files. Quick runs write 200 k rows, not fewer:
+    every write job carries ≈0.25 s of Spark's own start-up (text's as much as
+    Herald's), which at 60 k rows was most of the figure."""
     from pyspark.sql import functions as F
 
-    rows = config.scale(300_000, 60_000)
+    rows = config.scale(300_000, 200_000)
     apply(url, *(bench_spec(f"bench/spark-sink/{i}") for i in range(2)))
     df = spark.range(rows, numPartitions=2).select(F.format_string(
         '{"messageId":"m-%d","type":"track","event":"Order Completed","properties":{"sku":"SKU-%d",'
@@ -270,17 +279,71 @@ def _sink(report: Report, config: Config, spark: Any, url: str, scratch: Path) -
         path = scratch / f"sink-text-{next(counter)}"
         return {"rows_per_s": rows / _wall(lambda: df.write.mode("overwrite").text(str(path)))}
 
-    samples = measure_interleaved(config, {"herald": herald_sink, "spark text": text_sink}, _runs(config))
+    def ceiling_sink():
+        return {"rows_per_s": rows / _wall(df.write.format("herald-sink-ceiling").mode("append").save)}
+
+    from bench.spark_sink_ceiling import SinkCeiling
+
+    spark.dataSource.register(SinkCeiling)
+    samples = measure_interleaved(config, {"herald": herald_sink, "spark text": text_sink,
+                                           SINK_CEILING: ceiling_sink}, _runs(config))
     for system, values in samples.items():
         report.add(system, "sink (batch write)", values, UNITS)
+    source, warm = scratch / "sink-stream-source", scratch / "sink-stream-warm"
+    df.write.mode("overwrite").text(str(source))
+    df.limit(1000).write.mode("overwrite").text(str(warm))
     df.unpersist()
     report.inputs["sink_rows"] = rows
+    _stream_sink(report, config, spark, url, scratch, warm, 1000, runs=1)  # The first streaming sink: workers start.
+    _stream_sink(report, config, spark, url, scratch, source, rows)
+
+
+def _stream_sink(report: Report, config: Config, spark: Any, url: str, scratch: Path, source: Path,
+                 rows: int, runs: int | None = None) -> None:
+    """The streaming sink: an availableNow query over ``source`` (text files of
+    ``rows`` lines) into format ``herald`` (exactly once: ACK intents recorded and
+    appended by the driver) vs into Spark's own streaming ``text`` file sink.
+    With ``runs`` (a warm-up), nothing is reported."""
+    counter = iter(range(10**6))
+
+    def query(fmt: str, **options: str) -> float:
+        state = scratch / f"sink-stream-{source.name}-{next(counter)}"
+        writer = spark.readStream.schema("value string").text(str(source)).writeStream.format(fmt) \
+            .option("checkpointLocation", str(state / "query"))
+        for key, value in options.items():
+            writer = writer.option(key, value)
+
+        def run() -> None:
+            started = writer.trigger(availableNow=True).start()
+            started.awaitTermination()
+            if started.exception() is not None:
+                raise started.exception()
+
+        return rows / _wall(run)
+
+    def herald_stream():
+        return {"rows_per_s": query("herald", broker=url, selector="prefix=bench/spark-sink/", mapping="random")}
+
+    def text_stream():
+        return {"rows_per_s": query("text", path=str(scratch / f"sink-stream-text-{source.name}-{next(counter)}"))}
+
+    def ceiling_stream():
+        return {"rows_per_s": query("herald-sink-ceiling")}
+
+    samples = measure_interleaved(config, {"herald": herald_stream, "spark text": text_stream,
+                                           SINK_CEILING: ceiling_stream}, runs or _runs(config))
+    for system, values in samples.items():
+        if runs is None:
+            report.add(system, "sink (streaming)", values, UNITS)
 
 
 def _headlines(report: Report) -> None:
-    for case in ("batch read", "streaming read-committed", "sink (batch write)"):
+    for case in ("batch read", "streaming read-committed", "sink (batch write)", "sink (streaming)"):
         report.headline(f"spark {case}: rows/s vs Spark text", ("herald", case, "rows_per_s"),
                         ("spark text", case, "rows_per_s"))
+    for case in ("sink (batch write)", "sink (streaming)"):
+        report.headline(f"spark {case}: rows/s vs a Python sink that drops its Arrow batches (the API's ceiling)",
+                        ("herald", case, "rows_per_s"), (SINK_CEILING, case, "rows_per_s"))
     report.headline("spark batch read: rows/s vs a Python source yielding pre-built Arrow (the API's ceiling)",
                     ("herald", "batch read", "rows_per_s"), (CEILING, "batch read", "rows_per_s"))
     report.headline("spark streaming read-committed: rows/s, slices split across tasks vs one task per journal",

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from herald.message import NDJSONFraming, build_uuid, modulo_mapping, rendezvous_mapping
-from herald.spark.publishing import map_rows, ndjson_lines, ndjson_tails
+from herald.spark.publishing import _by_journal, map_rows, ndjson_lines, ndjson_tails
 from herald.spark.sink import _strip_uuid
 
 FRAMING = NDJSONFraming()
@@ -58,3 +58,20 @@ def test_bulk_mapping_equals_the_mappings(keys, journals):
         for key, i in zip(keys, index.tolist()):
             if key is not None:
                 assert names[i] == one(key, names)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=40), st.integers(5, 7))
+def test_rows_grouped_by_journal_keep_row_order_and_lose_nothing(index, journals):
+    rows = pa.array([b"row-%d" % i for i in range(len(index))], pa.binary())
+    groups = _by_journal(rows, np.array(index, dtype=np.int64), journals)
+    assert [j for j, _ in groups] == sorted(set(index))
+    for j, group in groups:
+        assert group.to_pylist() == [b"row-%d" % i for i, k in enumerate(index) if k == j]
+
+
+def test_a_string_column_is_framed_from_its_own_buffers():
+    values = pa.array(['{"a":1}', '{"b":"é"}'])  # string, as format_string gives the sink
+    tails = ndjson_tails(values, PREFIX)
+    assert tails is not None and tails.type == pa.binary()
+    assert tails.to_pylist() == [b'"a":1}', '"b":"é"}'.encode()]

@@ -10,9 +10,9 @@ import pytest
 from herald.message import modulo_mapping
 from herald.protocol.errors import HeraldError
 from herald.spark.options import HeraldOptions
-from herald.spark.sink import FencedError, commit_batch, publish_rows
+from herald.spark.sink import FencedError, SinkCommit, SinkLog, commit_batch, publish_rows
 from herald.testing import Producer, make_journals
-from tests.spark.spark_helpers import herald_read, reference_committed
+from tests.spark.spark_helpers import broker_bytes, herald_read, reference_committed
 
 pytestmark = pytest.mark.spark
 
@@ -105,6 +105,32 @@ def test_a_fenced_zombie_driver_cannot_commit(broker, client, tmp_path):
     assert err.value.status.name == "REGISTER_MISMATCH"
     commit_batch(opts, new, [batch(5)], 1)
     assert _bodies(reference_committed(client, out)) == [1, 2, 5]
+
+
+def test_empty_tasks_and_batches_touch_neither_brokers_nor_records(broker, client, tmp_path):
+    [out] = make_journals(broker, "sink6/out", labels={"app": "sink6"})
+    opts = HeraldOptions.parse({"broker": broker.url, "selector": "app=sink6",
+                                "checkpointLocation": str(tmp_path)}, streaming=True)
+    nowhere = HeraldOptions.parse({"broker": broker.url, "selector": "app=nowhere"}, streaming=False)
+    empty = pa.RecordBatch.from_pydict({"value": pa.array([], pa.string())})
+    assert publish_rows(nowhere, [empty, empty], seed=1) == SinkCommit()  # Never asked the broker.
+    with pytest.raises(HeraldError, match="matches no journals"):
+        publish_rows(nowhere, [empty, pa.RecordBatch.from_pydict({"value": ['{"n":0}']})], seed=1)
+
+    def batch(*ns):
+        rows = pa.RecordBatch.from_pydict({"value": [json.dumps({"n": n}) for n in ns]})
+        return publish_rows(opts, [empty, rows, empty], seed=1)
+
+    token = "0123456789abcdef"
+    commit_batch(opts, token, [batch(1, 2)], 0)
+    written = broker_bytes(client, out)
+    commit_batch(opts, token, [publish_rows(opts, [empty], seed=2), None], 1)  # An idle micro-batch.
+    assert SinkLog(str(tmp_path)).last().batch_id == 0
+    assert broker_bytes(client, out) == written  # Not one byte appended.
+    abandoned = batch(3)  # Published in batch 2 by a driver that dies before committing it.
+    commit_batch(opts, "fedcba9876543210", [batch(4)], 2)  # The next driver recovers batch 0, then commits.
+    assert abandoned.rows == 1
+    assert _bodies(reference_committed(client, out)) == [1, 2, 4]
 
 
 def test_sink_maps_keys_to_journals_with_the_modulo_mapping(spark, broker, client, tmp_path):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -32,7 +33,7 @@ import random
 import socket
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,8 +107,16 @@ def publish_rows(opts: HeraldOptions, batches: Iterable[pa.RecordBatch], seed: i
     journal without one) as a CONTINUE_TXN message of a fresh producer, through a
     `Publisher` on an `AppendService` (appends pipelined per journal, the next batch
     of bytes in flight while the previous one commits); returns its ACK intents.
-    Every append must have succeeded before the intents are returned."""
+    Every append must have succeeded before the intents are returned.
+
+    A task with no rows (a shuffle partition the batch left empty; every task of
+    an idle micro-batch) returns an empty commit without touching the brokers:
+    no producer, nothing to acknowledge."""
     freeze_imports()
+    remaining = (batch for batch in batches if batch.num_rows)
+    first = next(remaining, None)
+    if first is None:
+        return SinkCommit()
     prefix = b'{"' + opts.uuid_field.encode() + b'":"'
     rows, futures = 0, set()
     with opts.client() as client, AppendService(client, max_batch_bytes=opts.append_bytes) as service:
@@ -117,7 +126,7 @@ def publish_rows(opts: HeraldOptions, batches: Iterable[pa.RecordBatch], seed: i
         publisher = Publisher(service, infos, mapping=opts.mapping, rnd=random.Random(seed),
                               uuid_field=opts.uuid_field)
         rng = np.random.default_rng(seed)
-        for batch in batches:
+        for batch in itertools.chain((first,), remaining):
             bulk = publish_bulk(publisher, batch, opts.uuid_field, opts.mapping, rng)
             if bulk is not None:
                 futures |= bulk
@@ -248,10 +257,13 @@ def _fence(client: BrokerClient, opts: HeraldOptions, token: str, journals: set[
     intents where there are some (Gazette's recovery), a fence ACK elsewhere."""
     register = f"{opts.fence_register}={token}"
     recorded = _grouped(last.intents) if last else {}
-    for journal in sorted(journals | set(recorded)):
+
+    def fence(journal: str) -> None:
         data = recorded.get(journal) or _fence_ack(client, journal, token, opts)
-        retry_transient(lambda j=journal, d=data: client.append(j, d, union_registers=register),
+        retry_transient(lambda: client.append(journal, data, union_registers=register),
                         COMMIT_DEADLINE_S, f"sink fence on {journal}")
+
+    _on_every_journal(fence, sorted(journals | set(recorded)))  # All must succeed before the fence is recorded.
     return journals | set(recorded)
 
 
@@ -281,6 +293,11 @@ def commit_batch(opts: HeraldOptions, token: str, messages: Iterable[SinkCommit 
         if last is not None and batch_id < last.batch_id:
             return last  # Long committed; nothing to do.
         intents = tuple(AckIntent(j, d) for m in messages if m is not None for j, d in m.intents)
+        if not intents and (last is None or batch_id > last.batch_id):
+            # Nothing published and nothing recorded at this batch: no record
+            # (two fsyncs) and no appends. Recovery still finds the last batch
+            # that published, whose ACKs are the ones a crash may have cut short.
+            return Record(batch_id, token, ())
         rec = sink_log.record(Record(batch_id, token, intents))
         grouped = _grouped(rec.intents)
         new = set(grouped) - fenced
@@ -292,24 +309,31 @@ def commit_batch(opts: HeraldOptions, token: str, messages: Iterable[SinkCommit 
         return rec
 
 
-def _append_acks(client: BrokerClient, grouped: dict[str, bytes], fence: str) -> None:
-    """Append each journal's ACK intents, checking the fence, all journals at once:
+def _append_acks(client: BrokerClient, grouped: dict[str, bytes], fence: str | None) -> None:
+    """Append each journal's ACK intents, checking the fence (if any), all journals at once:
     the appends are independent (readers commit each journal's transaction on its
     own ACK), so a batch's commit costs one broker round trip, not one per output
     journal. Through a fail-over (a peerset briefly short of its replication answers
     503) each is retried: repeating ACK intents is what a replay does, and readers
     ignore it. The first failure (a 412 from a newer driver's fence) is raised."""
 
-    def append(journal: str, data: bytes) -> None:
-        retry_transient(lambda: client.append(journal, data, check_registers=fence),
+    def append(journal: str) -> None:
+        retry_transient(lambda: client.append(journal, grouped[journal], check_registers=fence),
                         COMMIT_DEADLINE_S, f"sink commit to {journal}")
 
-    if len(grouped) <= 1:
-        for journal, data in grouped.items():
-            append(journal, data)
+    _on_every_journal(append, list(grouped))
+
+
+def _on_every_journal(work: Callable[[str], None], journals: list[str]) -> None:
+    """``work(journal)`` for every journal at once (a thread each, up to
+    MAX_PARALLEL_ACKS): independent broker round trips, so a commit or a recovery
+    costs one, not one per journal. Returns when all succeeded; raises the first failure."""
+    if len(journals) <= 1:
+        for journal in journals:
+            work(journal)
         return
-    with ThreadPoolExecutor(min(len(grouped), MAX_PARALLEL_ACKS), "herald-sink-ack") as pool:
-        for done in [pool.submit(append, j, d) for j, d in grouped.items()]:
+    with ThreadPoolExecutor(min(len(journals), MAX_PARALLEL_ACKS), "herald-sink-ack") as pool:
+        for done in [pool.submit(work, journal) for journal in journals]:
             done.result()
 
 
@@ -343,11 +367,12 @@ class BatchWriter(DataSourceArrowWriter):
         return publish_rows(self.opts, iterator, _seed())
 
     def commit(self, messages: list[SinkCommit | None]) -> None:
+        """Driver: every journal's ACKs at once (repeating one is harmless)."""
         intents = (AckIntent(j, d) for m in messages if m is not None for j, d in m.intents)
-        with self.opts.client() as client:
-            for journal, data in _grouped(intents).items():  # ACKs: safe to repeat
-                retry_transient(lambda j=journal, d=data: client.append(j, d), COMMIT_DEADLINE_S,
-                                f"batch sink commit to {journal}")
+        grouped = _grouped(intents)
+        if grouped:
+            with self.opts.client() as client:
+                _append_acks(client, grouped, None)
 
     def abort(self, messages: list[SinkCommit | None]) -> None:
         log.warning("herald batch write aborted; nothing was acknowledged")
