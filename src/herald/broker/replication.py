@@ -252,18 +252,12 @@ async def handle_sync(request: web.Request) -> web.Response:
 
 async def handle_append(request: web.Request) -> web.Response:
     """Peers only: write, sync and commit a primary's group; answer the fragment's SHA1."""
-    fragment_begin = _offset(request.query.get("fragment_begin"), "fragment_begin")
-    begin = _offset(request.query.get("begin"), "begin")
-    if fragment_begin > begin:
-        raise ValidationError("fragment_begin", f"must be ≤ begin ({fragment_begin} > {begin})")
-    try:
-        registers = LabelSet.parse(request.headers.get("X-Registers", ""))
-    except ValidationError as err:
-        raise ValidationError("X-Registers", err.message) from None
+    fragment_begin, begin, registers = _group_place(
+        request.query.get("fragment_begin"), request.query.get("begin"),
+        request.headers.get("X-Registers", ""), "X-Registers")
     journal = await _replica(request)
     content = await request.read()
-    if begin + len(content) > MAX_OFFSET:
-        raise ValidationError("begin", "the append would pass the largest offset")
+    _check_end(begin, len(content))
     digest = await journal.apply_replicated(fragment_begin, begin, content, registers)
     return web.json_response({"sum": digest}, dumps=_dumps)
 
@@ -307,21 +301,33 @@ async def _drop_when_stopping(broker, request: web.Request) -> None:
 
 def _frame_fields(head: dict, limit: int) -> tuple[int, int, LabelSet, int]:
     """``(fragment_begin, begin, registers, length)`` of a frame header, each checked."""
-    fragment_begin = _offset(head.get("fragment_begin"), "fragment_begin")
-    begin, length = _offset(head.get("begin"), "begin"), _offset(head.get("length"), "length")
-    if fragment_begin > begin:
-        raise ValidationError("fragment_begin", f"must be ≤ begin ({fragment_begin} > {begin})")
+    fragment_begin, begin, registers = _group_place(head.get("fragment_begin"), head.get("begin"),
+                                                    head.get("registers", ""), "registers")
+    length = _offset(head.get("length"), "length")
     if length > limit:
         raise ValidationError("length", f"a group is at most {limit} bytes, not {length}")
+    _check_end(begin, length)
+    return fragment_begin, begin, registers, length
+
+
+def _group_place(raw_fragment_begin: object, raw_begin: object, raw_registers: object,
+                 registers_key: str) -> tuple[int, int, LabelSet]:
+    """Where a replicated group goes and the registers after it, as a peer sent them
+    (in a request's query and header, or a stream frame's head), each checked."""
+    fragment_begin, begin = _offset(raw_fragment_begin, "fragment_begin"), _offset(raw_begin, "begin")
+    if fragment_begin > begin:
+        raise ValidationError("fragment_begin", f"must be ≤ begin ({fragment_begin} > {begin})")
+    if not isinstance(raw_registers, str):
+        raise ValidationError(registers_key, "must be a string of labels")
+    try:
+        return fragment_begin, begin, LabelSet.parse(raw_registers)
+    except ValidationError as err:
+        raise ValidationError(registers_key, err.message) from None
+
+
+def _check_end(begin: int, length: int) -> None:
     if begin + length > MAX_OFFSET:
         raise ValidationError("begin", "the append would pass the largest offset")
-    registers = head.get("registers", "")
-    if not isinstance(registers, str):
-        raise ValidationError("registers", "must be a string of labels")
-    try:
-        return fragment_begin, begin, LabelSet.parse(registers), length
-    except ValidationError as err:
-        raise ValidationError("registers", err.message) from None
 
 
 def _dumps(doc) -> str:

@@ -20,7 +20,6 @@ import contextlib
 import functools
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from herald.fragment.fdatasyncs import SYNCS, PendingSync
@@ -34,10 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["GroupWrite", "pwrite_all", "uses_syncfs", "write_round"]
 
 IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
-# Where `Spool.commit_through` (a replicating primary) runs its data fdatasync beside
-# the commit line's. A sync round's fdatasyncs go to the leaner
-# `herald.fragment.fdatasyncs` helpers instead.
-SYNC_THREADS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="herald-commit-sync")
 #: From this many groups in a round, one syncfs replaces their fdatasyncs (where the
 #: file system allows: `herald.fragment.syncfs`).
 SYNCFS_MIN_GROUPS = 3

@@ -31,8 +31,9 @@ from pathlib import Path
 
 from herald.durable import fsync_directory, make_durable_dirs
 from herald.fragment.commits import encode_record
+from herald.fragment.fdatasyncs import SYNCS
 from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_descriptors
-from herald.fragment.rounds import SYNC_THREADS, GroupWrite, pwrite_all
+from herald.fragment.rounds import GroupWrite, pwrite_all
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
@@ -260,11 +261,13 @@ class Spool:
     def sync_precommit(self, line: bytes, at: int) -> None:
         """Write a `precommit_line` and fdatasync it beside the data (blocking;
         descriptors pinned by the caller; one at a time, in order)."""
-        data_synced = SYNC_THREADS.submit(os.fdatasync, self._fd)
+        data_synced = SYNCS.fdatasync(self._fd)
         try:
             self._put_record(line, at=at)
         finally:
-            data_synced.result()  # raises what failed; descriptors stay pinned until done
+            error = data_synced.exception()  # waits: descriptors stay pinned until done
+        if error is not None:
+            raise error
 
     def commit_precommitted(self, end: int, fragment_sum: str, registers: LabelSet,
                             first_append_unix: float | None, line_bytes: int) -> None:
