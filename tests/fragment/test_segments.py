@@ -138,3 +138,19 @@ def test_snappy_input_buffers_can_be_recycled_once_a_segment_is_decoded(input_by
         free.append(buf)
     assert b"".join(out) == content
     assert len(set(handed)) < len(handed)  # buffers were in fact reused
+
+
+def test_a_snappy_file_truncated_under_the_cutter_is_an_error(tmp_path) -> None:
+    # A local fragment read in place (readinto) that shrinks mid-read — a store
+    # cleaned up under a reader — ends in CodecError, never in wrong bytes.
+    data = compress(_content(), CompressionCodec.SNAPPY)
+    path = tmp_path / "fragment.sz"
+    path.write_bytes(data)
+    with open(path, "rb", buffering=0) as src:
+        cuts = segments(src, CompressionCodec.SNAPPY, 65_536)
+        first = next(cuts)
+        os.truncate(path, len(data) // 2 + 3)
+        with pytest.raises(CodecError, match="ended inside a chunk"):
+            for segment in cuts:
+                segment.decode()
+    assert first.decode() == _content()[:first.size]
