@@ -10,7 +10,7 @@ import pytest
 
 from herald.fragment.codecs import decompress
 from herald.fragment.persister import persist
-from herald.fragment.stores import list_fragments, open_store
+from herald.fragment.stores import Store, list_fragments, open_store
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 
@@ -59,4 +59,36 @@ def test_persist_leaves_no_temp_files_beside_the_spool(tmp_path: Path) -> None:
     store = open_store("file:///", tmp_path / "store")
     fragment, path = spool(tmp_path, b"x" * 1000, codec=CompressionCodec.ZSTANDARD)
     persist(store, fragment, path)
+    assert os.listdir(path.parent) == [path.name]
+
+
+def test_a_file_store_is_written_once_with_no_scratch_copy(tmp_path: Path) -> None:
+    # The compressed bytes go straight into the store's own temp file: a scratch
+    # directory that does not even exist is never used.
+    store = open_store("file:///", tmp_path / "store")
+    data = b'{"event":1}\n' * 10_000
+    store.put_written("j/a.sz", lambda out: out.write(data), str(tmp_path / "no-such-dir"))
+    assert store.get("j/a.sz") == data
+    assert os.listdir(tmp_path / "store" / "j") == ["a.sz"]
+
+
+def test_a_failed_write_leaves_nothing_in_a_file_store(tmp_path: Path) -> None:
+    store = open_store("file:///", tmp_path / "store")
+
+    def half_then_fail(out) -> None:
+        out.write(b"x" * 4096)
+        raise OSError("disk trouble")
+
+    with pytest.raises(OSError, match="disk trouble"):
+        store.put_written("j/a.sz", half_then_fail, str(tmp_path))
+    assert os.listdir(tmp_path / "store" / "j") == []
+    assert not store.exists("j/a.sz")
+
+
+def test_other_stores_write_through_a_scratch_file_they_delete(tmp_path: Path) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    store = Store("memory://persist-test/", fsspec.filesystem("memory"), "/persist-test")
+    fragment, path = spool(tmp_path, b'{"event":2}\n' * 1000, codec=CompressionCodec.SNAPPY)
+    persisted = persist(store, fragment, path)
+    assert decompress(store.get(persisted.content_path), CompressionCodec.SNAPPY) == b'{"event":2}\n' * 1000
     assert os.listdir(path.parent) == [path.name]

@@ -109,3 +109,48 @@ def test_codecs_without_boundaries_are_not_cut(codec) -> None:
     assert not is_segmentable(codec)
     with pytest.raises(CodecError):
         segments(io.BytesIO(b""), codec)
+
+
+@pytest.mark.parametrize("input_bytes", [1000, 65_536, 1 << 20])
+def test_snappy_input_buffers_can_be_recycled_once_a_segment_is_decoded(input_bytes) -> None:
+    # The cutter reads into buffers it is handed; once a segment is decoded its
+    # buffer may be reused (here: scribbled over, then handed out again) without
+    # changing any later byte — the part chunk it ended with was copied out first.
+    content = _content()
+    free: list[bytearray] = []
+    handed: list[int] = []
+
+    def take(size: int) -> memoryview:
+        buf = next((b for b in free if len(b) == size), None) or bytearray(size)
+        if buf in free:
+            free.remove(buf)
+        handed.append(id(buf))
+        return memoryview(buf)
+
+    out = []
+    for segment in segments(io.BytesIO(compress(content, CompressionCodec.SNAPPY)), CompressionCodec.SNAPPY,
+                            input_bytes, take=take):
+        out.append(bytes(segment.decode()))
+        assert isinstance(segment.data, memoryview)  # a view of the buffer read into: no copy
+        buf = segment.data.obj
+        segment.data.release()
+        buf[:] = b"\xff" * len(buf)
+        free.append(buf)
+    assert b"".join(out) == content
+    assert len(set(handed)) < len(handed)  # buffers were in fact reused
+
+
+def test_a_snappy_file_truncated_under_the_cutter_is_an_error(tmp_path) -> None:
+    # A local fragment read in place (readinto) that shrinks mid-read — a store
+    # cleaned up under a reader — ends in CodecError, never in wrong bytes.
+    data = compress(_content(), CompressionCodec.SNAPPY)
+    path = tmp_path / "fragment.sz"
+    path.write_bytes(data)
+    with open(path, "rb", buffering=0) as src:
+        cuts = segments(src, CompressionCodec.SNAPPY, 65_536)
+        first = next(cuts)
+        os.truncate(path, len(data) // 2 + 3)
+        with pytest.raises(CodecError, match="ended inside a chunk"):
+            for segment in cuts:
+                segment.decode()
+    assert first.decode() == _content()[:first.size]

@@ -72,9 +72,10 @@ async def decoded_chunks(open_file: Callable[[], BinaryIO], fragment: Fragment,
     buffers = buffers or DecodeBuffers()
     loop = asyncio.get_running_loop()
     file = await loop.run_in_executor(None, open_file)
-    cuts = segments(file, fragment.codec)
+    inputs = DecodeBuffers()  # the compressed input, read in place; back once decoded
+    cuts = segments(file, fragment.codec, take=inputs.take)
     lo, hi = offset - fragment.begin, limit - fragment.begin
-    in_flight: collections.deque[tuple[int, asyncio.Future]] = collections.deque()
+    in_flight: collections.deque[tuple[int, asyncio.Future, Segment]] = collections.deque()
     cutting: asyncio.Future | None = None
     pos, cut_all = 0, False
     try:
@@ -86,21 +87,24 @@ async def decoded_chunks(open_file: Callable[[], BinaryIO], fragment: Fragment,
                     cut_all = True
                 elif segment.size is None:  # its end is known only once decoded
                     decoded = loop.run_in_executor(None, segment.decode)
-                    in_flight.append((pos, decoded))
+                    in_flight.append((pos, decoded, segment))
                     pos += len(await decoded)
                 elif pos + segment.size <= lo:
                     pos += segment.size  # wholly before the read's offset: never decoded
+                    inputs.give_back(segment.data)
                 else:
                     out = buffers.take(segment.size)
-                    in_flight.append((pos, loop.run_in_executor(None, _decode_into, segment, out)))
+                    in_flight.append((pos, loop.run_in_executor(None, _decode_into, segment, out), segment))
                     pos += segment.size
             if not in_flight:
                 return
-            begin, decoded = in_flight.popleft()
-            if (piece := _slice(await decoded, begin, lo, hi)) is not None:
+            begin, decoded, segment = in_flight.popleft()
+            chunk = await decoded
+            inputs.give_back(segment.data)  # decoded: no thread reads it any more
+            if (piece := _slice(chunk, begin, lo, hi)) is not None:
                 yield piece
     finally:
-        for _, decoded in in_flight:
+        for _, decoded, _ in in_flight:
             decoded.cancel()
         _close_after(loop, file, cutting)
 

@@ -3,8 +3,10 @@
 A fragment's content name is derived from its range and SHA1, so the same name
 always means the same bytes: if the name already exists in the store (another
 replica got there first, or an earlier attempt uploaded it before crashing) there
-is nothing to do. Otherwise the spool is compressed into a temp file beside it and
-uploaded.
+is nothing to do. Otherwise the spool is compressed and uploaded: straight into the
+store's own temp file when it is a local directory (the compressed bytes hit the
+disk once, where a scratch file and its copy wrote them twice, beside the appends'
+fdatasyncs), else into a temp file beside the spool.
 
     >>> persisted = persist(store, spool_fragment, spool_path)  # doctest: +SKIP
     >>> persisted.store == store.url and persisted.mod_time > 0  # doctest: +SKIP
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from dataclasses import replace
 
 from herald.fragment.codecs import compress_file
@@ -53,9 +54,8 @@ def persist(store: Store, fragment: Fragment, local_spool_path: str | os.PathLik
 
 
 def _put_compressed(store: Store, path: str, spool_path: str, codec: CompressionCodec) -> None:
-    """Compress next to the spool (same disk, already sized for it), upload, delete."""
+    """Compress into the store's own temp file where it has one (a ``file://``
+    store: the compressed bytes are written once), else next to the spool (same
+    disk, already sized for it), then upload and delete."""
     directory = os.path.dirname(os.path.abspath(spool_path))
-    with tempfile.NamedTemporaryFile(dir=directory, prefix=".persist-", suffix=".tmp") as temp:
-        compress_file(spool_path, temp, codec)
-        temp.flush()
-        store.put(path, temp.name)
+    store.put_written(path, lambda out: compress_file(spool_path, out, codec), directory)

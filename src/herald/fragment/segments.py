@@ -20,7 +20,7 @@ callers keep using `herald.fragment.codecs.decompressing_reader` for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -37,6 +37,7 @@ SEGMENT_INPUT_BYTES = 1 << 20
 """Compressed bytes read per segment (about 3 MiB of NDJSON content): large enough
 that per-segment Python and thread hand-off cost is noise, small enough that a few
 in flight stay a few MiB."""
+_CARRY_ROOM = 1 << 17  # a whole snappy chunk (64 KiB of content) and then some
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,7 @@ class Segment:
     decoded length, or None when a zstd frame does not declare it."""
 
     codec: CompressionCodec
-    data: bytes
+    data: bytes | memoryview
     size: int | None
 
     def decode(self) -> bytearray | bytes:
@@ -80,28 +81,60 @@ def is_segmentable(codec: CompressionCodec) -> bool:
     return codec in (CompressionCodec.SNAPPY, CompressionCodec.ZSTANDARD)
 
 
-def segments(src: BinaryIO, codec: CompressionCodec,
-             input_bytes: int = SEGMENT_INPUT_BYTES) -> Iterator[Segment]:
+def segments(src: BinaryIO, codec: CompressionCodec, input_bytes: int = SEGMENT_INPUT_BYTES,
+             take: Callable[[int], memoryview] | None = None) -> Iterator[Segment]:
     """The segments of the compressed file ``src``, in order, each holding at
-    least one whole unit. Raises `CodecError` on a malformed or truncated file."""
+    least one whole unit. Raises `CodecError` on a malformed or truncated file.
+
+    SNAPPY files are read straight into buffers from ``take`` (a writable view of
+    exactly the size asked; fresh ones by default) and each segment's ``data`` is a
+    view of one: no copy of the compressed input. The caller may recycle a
+    segment's buffer once it is done with ``data`` (and never before)."""
     if codec is CompressionCodec.SNAPPY:
-        return _snappy_segments(src, input_bytes)
+        return _snappy_segments(src, input_bytes, take or _fresh)
     if codec is CompressionCodec.ZSTANDARD:
         return _zstd_segments(src, input_bytes)
     raise CodecError(f"{codec.name} fragments cannot be cut into segments")
 
 
-def _snappy_segments(src: BinaryIO, input_bytes: int) -> Iterator[Segment]:
-    buf = bytearray()
-    seen_identifier = False
-    while chunk := src.read(input_bytes):
-        buf += chunk
-        end, size, seen_identifier = complete_chunks(buf, 0, seen_identifier)
+def _snappy_segments(src: BinaryIO, input_bytes: int, take: Callable[[int], memoryview]) -> Iterator[Segment]:
+    # Every buffer has room for a read of ``input_bytes`` after the part chunk the
+    # last one ended with, so all are one size (recyclable); a chunk larger than
+    # that (at most 16 MiB by the format) grows a buffer of its own.
+    carry: bytes = b""
+    seen_identifier = eof = False
+    while not eof:
+        buf = take(input_bytes + _CARRY_ROOM if len(carry) <= _CARRY_ROOM else 2 * len(carry) + input_bytes)
+        buf[:len(carry)] = carry
+        total, end, size = len(carry), 0, 0
+        while not eof and not end:
+            if total == len(buf):  # full, and no whole chunk yet
+                bigger = memoryview(bytearray(2 * len(buf)))
+                bigger[:total] = buf[:total]
+                buf = bigger
+            got = _read_into(src, buf[total:total + input_bytes])
+            eof, total = not got, total + got
+            end, size, seen_identifier = complete_chunks(buf[:total], 0, seen_identifier)
+        carry = bytes(buf[end:total])  # before the caller may recycle buf
         if end:
-            yield Segment(CompressionCodec.SNAPPY, _copy(buf, end), size)
-            del buf[:end]
-    if buf:
-        raise CodecError(f"SNAPPY: input ended inside a chunk ({len(buf)} bytes left)")
+            yield Segment(CompressionCodec.SNAPPY, buf[:end], size)
+    if carry:
+        raise CodecError(f"SNAPPY: input ended inside a chunk ({len(carry)} bytes left)")
+
+
+def _read_into(src: BinaryIO, into: memoryview) -> int:
+    """One read into ``into`` (bytes read, 0 at the end): ``readinto`` where the file
+    has it (a local fragment's unbuffered file: one ``read(2)``, no copy)."""
+    readinto = getattr(src, "readinto", None)
+    if readinto is not None:
+        return readinto(into) or 0
+    data = src.read(len(into))
+    into[:len(data)] = data
+    return len(data)
+
+
+def _fresh(size: int) -> memoryview:
+    return memoryview(bytearray(size))
 
 
 def _zstd_segments(src: BinaryIO, input_bytes: int) -> Iterator[Segment]:

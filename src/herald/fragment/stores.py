@@ -118,6 +118,14 @@ class Store:
         with self._io:
             self._fs.put_file(os.fspath(local_path), self._path(relative_path))
 
+    def put_written(self, relative_path: str, write: Callable[[BinaryIO], object], scratch_dir: str) -> None:
+        """Store what ``write`` writes to the binary file it is given, as ``put``
+        does: here through a temp file in ``scratch_dir``, uploaded, then deleted."""
+        with tempfile.NamedTemporaryFile(dir=scratch_dir, prefix=".persist-", suffix=".tmp") as temp:
+            write(temp)
+            temp.flush()
+            self.put(relative_path, temp.name)
+
     def exists(self, relative_path: str) -> bool:
         with self._io:
             return bool(self._fs.exists(self._path(relative_path)))
@@ -182,13 +190,20 @@ class FileStore(Store):
     def put(self, relative_path: str, local_path: str | os.PathLike) -> None:
         """Copy to a temp file in the target directory, fsync, rename, fsync the
         directory: a crash leaves the old state or the whole new file, never a part."""
+        self.put_written(relative_path, lambda out: _copy_file(local_path, out), "")
+
+    def put_written(self, relative_path: str, write: Callable[[BinaryIO], object], scratch_dir: str) -> None:
+        """``write`` straight into the temp file in the target directory (no scratch
+        copy to read back: a persisted fragment is written to disk once, not twice,
+        beside the appends' syncs), then as ``put``."""
+        del scratch_dir
         destination = self._path(relative_path)
         directory = os.path.dirname(destination)
         make_durable_dirs(Path(directory))  # the journal's store directory may be new
         fd, temp = tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX)
         try:
-            with os.fdopen(fd, "wb") as out, open(local_path, "rb") as src:
-                shutil.copyfileobj(src, out, _COPY_CHUNK_BYTES)
+            with os.fdopen(fd, "wb") as out:
+                write(out)
                 out.flush()
                 os.fchmod(out.fileno(), 0o644)
                 os.fsync(out.fileno())
@@ -209,6 +224,11 @@ class FileStore(Store):
     def _is_listed(self, relative_path: str) -> bool:
         # Hide our own in-flight puts.
         return not posixpath.basename(relative_path).startswith(_TEMP_PREFIX)
+
+
+def _copy_file(path: str | os.PathLike, out: BinaryIO) -> None:
+    with open(path, "rb") as src:
+        shutil.copyfileobj(src, out, _COPY_CHUNK_BYTES)
 
 
 def open_store(url: str, file_root: str | os.PathLike, *, field: str = "store") -> Store:
