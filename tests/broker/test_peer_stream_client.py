@@ -67,6 +67,25 @@ def test_answers_arrive_in_order_and_the_request_carries_the_frames_as_chunks():
     assert body == chunk(b'{"frame":0}\n') + chunk(b'{"frame":1}\n')
 
 
+def test_a_graceful_close_takes_no_more_frames_and_still_gets_every_answer():
+    async def main():
+        server, received = await _serve(OK_HEAD + chunk(b'{"sum":"%s"}\n' % SUM.encode()) * 2 + b"0\r\n\r\n", 2)
+        port = server.sockets[0].getsockname()[1]
+        failures: list[HeraldError] = []
+        # No extra header: the peer reads on until the body's last chunk (a head of
+        # five lines, two per chunk), so it answers only once the body ended.
+        stream = PeerStream(f"http://127.0.0.1:{port}", "j", {}, failures.append)
+        answers = [stream.send(b"one\n"), stream.send(b"two\n")]
+        stream.close(graceful=True)  # before the connection is even open
+        assert stream.closed  # a pipeline opens a new stream for its next group
+        assert isinstance(stream.send(b"three\n").exception(), HeraldError)
+        assert await asyncio.wait_for(asyncio.gather(*answers), 30) == [SUM, SUM]
+        server.close()
+        assert failures == [] and received[0].endswith(chunk(b"two\n") + b"0\r\n\r\n")
+
+    asyncio.run(main())
+
+
 BAD_PEERS = [
     # an error line: that frame and every later one fail with the peer's error
     (OK_HEAD + chunk(b'{"sum":"%s"}\n{"error":{"status":"PROPOSAL_MISMATCH","message":"behind"}}\n' % SUM.encode()),

@@ -101,14 +101,15 @@ class PeerStream:
         self._transport: asyncio.Transport | None = None
         self._idle: asyncio.TimerHandle | None = None
         self._ending = False  # the body's last chunk is sent (or due at open)
-        self.closed = False
+        self._over = False  # the connection ended (or never opened)
+        self.closed = False  # takes no more frames (a pipeline opens another stream)
         self._opening = asyncio.ensure_future(self._open(tls))
 
     def send(self, frame: bytes) -> asyncio.Future[str]:
         """Send one frame (`frame_head` and the group's bytes); its future is the
         peer's fragment SHA1 once the group is durable there."""
         answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        if self.closed or self._ending:
+        if self.closed:
             answer.set_exception(self._failure("the stream is closed"))
             return answer
         if self._idle is not None:
@@ -129,7 +130,8 @@ class PeerStream:
         if self._idle is not None:
             self._idle.cancel()
             self._idle = None
-        if graceful and not self.closed:
+        if graceful and not self._over:
+            self.closed = True
             if not self._ending:
                 self._ending = True
                 if self._transport is not None:
@@ -149,7 +151,7 @@ class PeerStream:
         except (OSError, ValueError, TimeoutError) as err:
             self._end(self._failure(str(err) or type(err).__name__))
             return
-        if self.closed:
+        if self._over:
             transport.abort()
             return
         self._transport = transport  # type: ignore[assignment]
@@ -169,7 +171,7 @@ class PeerStream:
         METRICS.replication_seconds.labels(self.peer).observe(time.perf_counter() - sent)
         if not answer.done():
             answer.set_result(fragment_sum)
-        if not self._waiting and not self.closed and not self._ending:
+        if not self._waiting and not self.closed:
             self._idle = asyncio.get_running_loop().call_later(IDLE_CLOSE_S, self.close, True)
 
     def _end(self, error: HeraldError) -> None:
@@ -177,7 +179,7 @@ class PeerStream:
         if self._idle is not None:
             self._idle.cancel()
             self._idle = None
-        self.closed = True
+        self.closed = self._over = True
         self._opening.cancel()
         if self._transport is not None:
             self._transport.abort()  # nothing half-read is reused
@@ -238,7 +240,7 @@ class _Answers(asyncio.Protocol):
             self._partial = data
             return
         start = 0
-        while (newline := data.find(b"\n", start)) >= 0 and not self._stream.closed:
+        while (newline := data.find(b"\n", start)) >= 0 and not self._stream._over:
             self._stream._answered(data[start:newline + 1])
             start = newline + 1
         self._partial = data[start:]
