@@ -12,12 +12,14 @@ broker is back, which would measure the restart, not the fail-over.
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable
 
 import httpx
 
 from bench.append import UNITS, size_name
-from bench.loadgen import run_wrk
+from bench.loadgen import LoadResult, run_wrk
 from bench.references import ndjson_body
 from bench.runner import Config, Report, measure_interleaved, remove_tree
 from bench.servers import Cluster, apply, bench_spec, herald_cluster
@@ -63,10 +65,31 @@ def _replication(report: Report, config: Config, cluster: Cluster) -> None:
         _await_append(primary.url, journal, FAILOVER_DEADLINE_S)  # warm: pipeline synced
         systems[f"herald replication={replication}"] = (
             lambda url=primary.url, path="/" + journal:
-            run_wrk(url, [path], body, WRITERS, config.duration_s).metrics(APPEND_BYTES))
+            _with_broker_cpu(cluster, lambda: run_wrk(url, [path], body, WRITERS, config.duration_s)))
     case = f"{size_name(APPEND_BYTES)} x{WRITERS}"
     for system, samples in measure_interleaved(config, systems).items():
-        report.add(system, case, samples, UNITS)
+        report.add(system, case, samples, {**UNITS, "broker_cpu_us_per_append": "us"})
+
+
+def _with_broker_cpu(cluster: Cluster, run: Callable[[], LoadResult]) -> dict[str, float]:
+    """``run()``'s figures and the CPU every broker used meanwhile (user + system,
+    from /proc), per append: replication's cost summed over primary and peers."""
+    pids = [broker.proc.pid for broker in cluster.brokers if broker.proc is not None]
+    before = sum(map(_cpu_s, pids))
+    result = run()
+    used = sum(map(_cpu_s, pids)) - before
+    return {**result.metrics(APPEND_BYTES),
+            "broker_cpu_us_per_append": used / result.requests * 1e6 if result.requests else 0.0}
+
+
+def _cpu_s(pid: int) -> float:
+    """A process's CPU seconds so far (every thread), or 0 where /proc lacks it."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _await_append(url: str, journal: str, deadline_s: float) -> float:

@@ -14,7 +14,6 @@ import asyncio
 from hashlib import sha1
 from urllib.parse import urlsplit
 
-import aiohttp
 import httpx
 import orjson
 import pytest
@@ -91,12 +90,11 @@ def test_the_primary_side_fails_every_group_after_a_failed_one(peer_served):
 
     async def run() -> tuple[list, list[HeraldError]]:
         failures: list[HeraldError] = []
-        async with aiohttp.ClientSession() as session:
-            peer = PeerStream(session, peer_served.url, NAME, peer_headers(peer_served), failures.append)
-            answers = [peer.send(frame(5, b"one\n")), peer.send(frame(5, b"stale\n")), peer.send(frame(9, b"two\n"))]
-            outcomes = await asyncio.wait_for(asyncio.gather(*answers, return_exceptions=True), 30)
-            assert peer.closed
-            return outcomes, failures
+        peer = PeerStream(peer_served.url, NAME, peer_headers(peer_served), failures.append)
+        answers = [peer.send(frame(5, b"one\n")), peer.send(frame(5, b"stale\n")), peer.send(frame(9, b"two\n"))]
+        outcomes = await asyncio.wait_for(asyncio.gather(*answers, return_exceptions=True), 30)
+        assert peer.closed
+        return outcomes, failures
 
     outcomes, failures = asyncio.run(run())
 

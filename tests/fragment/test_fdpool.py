@@ -74,6 +74,22 @@ def test_a_pinned_spool_keeps_its_descriptors_while_others_need_room(tmp_path):
     assert _recovered_content(busy) == b"busy\n"
 
 
+def test_pin_if_open_pins_only_open_descriptors_and_never_opens(tmp_path):
+    pool = DescriptorPool(budget_fds=4)
+    spool, other = _spool(tmp_path, "spool", pool), _spool(tmp_path, "other", pool)
+    assert not pool.pin_if_open(spool)  # never written: nothing open, nothing opened
+    write_and_sync(spool, [b"first\n"], LabelSet(), 0.0)
+    assert pool.pin_if_open(spool)  # open now: pinned without blocking
+    write_and_sync(other, [b"other\n"], LabelSet(), 0.0)  # over budget: the pinned one stays
+    assert spool._fd >= 0 and pool.statistics()["pinned_holders"] == 1
+    pool.unpin(spool)
+    assert pool.statistics()["pinned_holders"] == 0
+    write_and_sync(_spool(tmp_path, "third", pool), [b"third\n"], LabelSet(), 0.0)
+    assert spool._fd == -1  # unpinned and least recently used: evicted
+    assert not pool.pin_if_open(spool)  # closed: refused, not reopened
+    assert spool._fd == -1
+
+
 def test_closed_spool_releases_its_descriptors_for_good(tmp_path):
     pool = DescriptorPool(budget_fds=8)
     spool = _spool(tmp_path, "closed", pool)

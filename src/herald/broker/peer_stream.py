@@ -24,11 +24,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
+import httptools
 import orjson
 
 from herald.broker.metrics import METRICS
@@ -45,7 +48,7 @@ STREAM_PATH = "/v1/replicate/stream"
 IDLE_CLOSE_S = 2.0
 #: A frame header longer than this is refused (registers are bounded far below it).
 MAX_HEAD_BYTES = 64 << 10
-_END = object()  # ends the request body: the stream closes gracefully
+CONNECT_TIMEOUT_S = 10.0
 
 
 def frame_head(begin: int, fragment_begin: int, length: int, registers: LabelSet) -> bytes:
@@ -76,23 +79,34 @@ def parse_answer(line: bytes) -> str:
 
 class PeerStream:
     """The primary's end of one stream. `send` is synchronous (frames keep the order
-    of the calls), and may be called before the stream is open: frames wait in a
-    queue bounded by the pipeline's depth (`herald.broker.primary_pipeline`)."""
+    of the calls), and may be called before the connection is open: frames wait in
+    a list (at most the pipeline's depth, `herald.broker.primary_pipeline`).
 
-    def __init__(self, session: aiohttp.ClientSession, peer: str, journal: str, headers: dict[str, str],
-                 on_failure: Callable[[HeraldError], None]):
+    A plain ``asyncio`` connection, not an aiohttp request: a frame is one
+    ``writelines`` of its chunk, and answers are parsed (httptools) and handed to
+    their futures in ``data_received``. Through aiohttp, each frame woke the
+    request body's generator task and each answer the task reading lines, per
+    peer: two loop hand-offs and aiohttp's writer and reader per group and peer.
+    The transport's buffer holds at most the pipeline's frames in flight, so no
+    other back-pressure is needed.
+    """
+
+    def __init__(self, peer: str, journal: str, headers: dict[str, str],
+                 on_failure: Callable[[HeraldError], None], tls: ssl.SSLContext | None = None):
         self.peer, self.journal, self.headers = peer, journal, headers
         self.credentials: dict[str, str] = {}  # the token it was opened with (the pipeline's)
         self._on_failure = on_failure
-        self._frames: asyncio.Queue[object] = asyncio.Queue()
         self._waiting: deque[tuple[asyncio.Future[str], float]] = deque()
+        self._unsent: list[bytes] = []  # chunks sent before the connection opened
+        self._transport: asyncio.Transport | None = None
         self._idle: asyncio.TimerHandle | None = None
-        self._response: aiohttp.ClientResponse | None = None
-        self.closed = False
-        self._task = asyncio.ensure_future(self._run(session))
+        self._ending = False  # the body's last chunk is sent (or due at open)
+        self._over = False  # the connection ended (or never opened)
+        self.closed = False  # takes no more frames (a pipeline opens another stream)
+        self._opening = asyncio.ensure_future(self._open(tls))
 
     def send(self, frame: bytes) -> asyncio.Future[str]:
-        """Queue one frame (`frame_head` and the group's bytes); its future is the
+        """Send one frame (`frame_head` and the group's bytes); its future is the
         peer's fragment SHA1 once the group is durable there."""
         answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         if self.closed:
@@ -102,78 +116,143 @@ class PeerStream:
             self._idle.cancel()
             self._idle = None
         self._waiting.append((answer, time.perf_counter()))
-        self._frames.put_nowait(frame)
+        chunk = [b"%x\r\n" % len(frame), frame, b"\r\n"]
+        if self._transport is not None:
+            self._transport.writelines(chunk)
+        else:
+            self._unsent.extend(chunk)
         return answer
 
     def close(self, graceful: bool = False) -> None:
         """End the stream: ``graceful`` lets the peer answer every frame sent (the
         body just ends); otherwise the connection is dropped and unanswered frames
         fail. Idempotent."""
-        if self.closed:
-            return
-        self.closed = True
         if self._idle is not None:
             self._idle.cancel()
-        if graceful:
-            self._frames.put_nowait(_END)
-        else:
-            self._task.cancel()
-            if self._waiting:  # now: a task cancelled before it ran has no finally
-                self._fail_waiting(self._failure("the stream was closed"))
-
-    async def _run(self, session: aiohttp.ClientSession) -> None:
-        error: HeraldError | None = None
-        try:
-            self._response = await session.post(
-                f"{self.peer}{STREAM_PATH}", params={"journal": self.journal}, headers=self.headers,
-                data=self._body(), timeout=aiohttp.ClientTimeout(total=None, sock_connect=10.0))
-            if self._response.status != 200:
-                raise HeraldError.from_dict(orjson.loads(await self._response.read()))
-            await self._read_answers(self._response.content)
-        except HeraldError as err:
-            error = err
-        except asyncio.CancelledError:
-            error = self._failure("the stream was closed")
-        except (aiohttp.ClientError, OSError, ValueError, RuntimeError, asyncio.IncompleteReadError) as err:
-            error = self._failure(str(err) or type(err).__name__)
-        finally:
+            self._idle = None
+        if graceful and not self._over:
             self.closed = True
-            if self._response is not None:
-                self._response.close()  # drops the connection: nothing half-read is reused
-            if self._waiting:
-                self._fail_waiting(error or self._failure("the stream ended early"))
+            if not self._ending:
+                self._ending = True
+                if self._transport is not None:
+                    self._transport.write(b"0\r\n\r\n")
+            return
+        self._end(self._failure("the stream was closed"))
 
-    async def _body(self) -> AsyncIterator[bytes]:
-        while (frame := await self._frames.get()) is not _END:
-            yield frame  # type: ignore[misc]
+    async def _open(self, tls: ssl.SSLContext | None) -> None:
+        url = urlsplit(self.peer)
+        secure = url.scheme == "https"
+        try:
+            host, port = url.hostname or "", url.port or (443 if secure else 80)
+            head = _request_head(url.netloc, self.journal, self.headers)
+            context = (tls or ssl.create_default_context()) if secure else None
+            transport, _ = await asyncio.wait_for(asyncio.get_running_loop().create_connection(
+                lambda: _Answers(self), host, port, ssl=context), CONNECT_TIMEOUT_S)
+        except (OSError, ValueError, TimeoutError) as err:
+            self._end(self._failure(str(err) or type(err).__name__))
+            return
+        if self._over:
+            transport.abort()
+            return
+        self._transport = transport  # type: ignore[assignment]
+        transport.writelines([head, *self._unsent, *([b"0\r\n\r\n"] if self._ending else [])])
+        self._unsent.clear()
 
-    async def _read_answers(self, content: aiohttp.StreamReader) -> None:
-        while line := await content.readline():
-            if not self._waiting:
-                raise ValueError(f"an answer to no frame: {line[:80]!r}")
-            answer, sent = self._waiting.popleft()
-            try:
-                fragment_sum = parse_answer(line)
-            except HeraldError as err:
-                self._waiting.appendleft((answer, sent))
-                raise err from None
-            METRICS.replication_seconds.labels(self.peer).observe(time.perf_counter() - sent)
-            if not answer.done():
-                answer.set_result(fragment_sum)
-            if not self._waiting and not self.closed:
-                self._idle = asyncio.get_running_loop().call_later(IDLE_CLOSE_S, self.close, True)
+    def _answered(self, line: bytes) -> None:
+        """One answer line, for the oldest frame not answered yet."""
+        if not self._waiting:
+            raise ValueError(f"an answer to no frame: {line[:80]!r}")
+        answer, sent = self._waiting.popleft()
+        try:
+            fragment_sum = parse_answer(line)
+        except (HeraldError, ValueError):
+            self._waiting.appendleft((answer, sent))
+            raise
+        METRICS.replication_seconds.labels(self.peer).observe(time.perf_counter() - sent)
+        if not answer.done():
+            answer.set_result(fragment_sum)
+        if not self._waiting and not self.closed:
+            self._idle = asyncio.get_running_loop().call_later(IDLE_CLOSE_S, self.close, True)
 
-    def _fail_waiting(self, error: HeraldError) -> None:
-        METRICS.replication_failures.labels(self.peer).inc()
-        self._on_failure(error)
-        while self._waiting:
-            answer, _ = self._waiting.popleft()
-            if not answer.done():
-                answer.set_exception(error)
+    def _end(self, error: HeraldError) -> None:
+        """The stream is over (dropped, refused, failed or done): fail what is unanswered."""
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+        self.closed = self._over = True
+        self._opening.cancel()
+        if self._transport is not None:
+            self._transport.abort()  # nothing half-read is reused
+        self._unsent.clear()
+        if self._waiting:
+            METRICS.replication_failures.labels(self.peer).inc()
+            self._on_failure(error)
+            while self._waiting:
+                answer, _ = self._waiting.popleft()
+                if not answer.done():
+                    answer.set_exception(error)
 
     def _failure(self, why: str) -> HeraldError:
         return HeraldError(Status.INSUFFICIENT_JOURNAL_BROKERS,
                            f"replica {self.peer} of {self.journal} failed: {why}")
+
+
+def _request_head(netloc: str, journal: str, headers: dict[str, str]) -> bytes:
+    """The stream request's head: a chunked POST carrying the peer headers."""
+    lines = [f"POST {STREAM_PATH}?{urlencode({'journal': journal})} HTTP/1.1", f"Host: {netloc}",
+             "Content-Type: application/octet-stream", "Transfer-Encoding: chunked"]
+    for name, value in headers.items():
+        if any(c in name + value for c in "\r\n\0") or ":" in name:
+            raise ValueError(f"a peer header cannot carry {name!r}")
+        lines.append(f"{name}: {value}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+class _Answers(asyncio.Protocol):
+    """The stream's response, read as it comes: a 200 whose body is answer lines
+    (each handed to `PeerStream._answered` at once), or an error document."""
+
+    def __init__(self, stream: PeerStream):
+        self._stream = stream
+        self._parser = httptools.HttpResponseParser(self)
+        self._status = 0
+        self._partial = b""  # an answer line not complete yet (or an error body)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as err:  # a callback's own error is its __context__
+            cause = err.__context__ if isinstance(err.__context__, (HeraldError, ValueError)) else err
+            self._stream._end(cause if isinstance(cause, HeraldError) else self._stream._failure(str(cause)))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stream._end(self._stream._failure(str(exc) if exc else "the stream ended early"))
+
+    # httptools callbacks (an exception raised here ends the stream, in data_received)
+    def on_headers_complete(self) -> None:
+        self._status = self._parser.get_status_code()
+
+    def on_body(self, body: bytes) -> None:
+        data = self._partial + body if self._partial else body
+        if self._status != 200:  # an error document: kept whole (bounded) until the end
+            if len(data) > MAX_HEAD_BYTES:
+                raise ValueError(f"an error answer longer than {MAX_HEAD_BYTES} bytes")
+            self._partial = data
+            return
+        start = 0
+        while (newline := data.find(b"\n", start)) >= 0 and not self._stream._over:
+            self._stream._answered(data[start:newline + 1])
+            start = newline + 1
+        self._partial = data[start:]
+        if len(self._partial) > MAX_HEAD_BYTES:
+            raise ValueError(f"an answer line longer than {MAX_HEAD_BYTES} bytes")
+
+    def on_message_complete(self) -> None:
+        if self._status != 200:
+            raise HeraldError.from_dict(orjson.loads(self._partial))
+        if self._partial:
+            raise ValueError(f"the stream ended inside an answer: {self._partial[:80]!r}")
+        self._stream._end(self._stream._failure("the stream ended early"))  # fails only frames unanswered
 
 
 async def read_frame(body: aiohttp.StreamReader, parse_head: Callable[[dict], tuple]) -> tuple | None:

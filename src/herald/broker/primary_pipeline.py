@@ -44,6 +44,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from herald.broker.group import Pending, as_herald_error, check_registers, fail_group
+from herald.broker.loop_threads import LOOP_THREADS
 from herald.broker.metrics import METRICS
 from herald.broker.replication import Pipeline
 from herald.protocol.errors import HeraldError, Status
@@ -61,9 +62,9 @@ log = logging.getLogger(__name__)
 #: writers made 10.9-11.2 k appends/s at depth 1 against 8.8-9.05 k at depth 2, and
 #: depth 4 was worse still (`bench cluster`, interleaved runs, same minutes).
 PIPELINE_DEPTH = 1
-#: A group this small is written to the page cache (no sync) on the event loop while
-#: the spool is pinned open (no file to create or open): an executor hop costs more
-#: than the write, and this write is on the critical path.
+#: A group this small is written to the page cache (no sync) on the event loop when
+#: the spool's files are open (no file to create or open): an executor hop costs
+#: more than the write, and this write is on the critical path.
 INLINE_WRITE_BYTES = 64 << 10
 
 
@@ -111,14 +112,13 @@ class PipelinedPrimary:
             return
         begin = spool.end + spool.pending_bytes
         mark, now = spool.mark(), time.time()
-        remote = asyncio.ensure_future(
-            pipeline.replicate(spool.begin, begin, contents, registers))
+        remote = pipeline.replicate(spool.begin, begin, contents, registers)
         loop = asyncio.get_running_loop()
         try:
             pin_first = self._inflight_pin is None
             pin = self._inflight_pin = self._inflight_pin or contextlib.ExitStack()
-            if not pin_first and sum(map(len, contents)) <= INLINE_WRITE_BYTES:  # no file to open
-                sums = _write_pinned(spool, contents, pin, pin_first)
+            if sum(map(len, contents)) <= INLINE_WRITE_BYTES and (not pin_first or _pin_if_open(spool, pin)):
+                sums = _write_pinned(spool, contents, pin, False)  # pinned, open: no file to open
             else:
                 sums = await loop.run_in_executor(None, _write_pinned, spool, contents, pin, pin_first)
         except (OSError, HeraldError) as err:
@@ -137,7 +137,8 @@ class PipelinedPrimary:
         # Our sync of the group (data and commit line) runs beside the peers' (see
         # `Spool.precommit_line`), after the group before it.
         line, at, first = spool.precommit_line(end, fragment_sum, registers, now)
-        local = asyncio.ensure_future(self._sync_locally(spool, line, at, inflight[-1].local if inflight else None))
+        local = (asyncio.ensure_future(_sync_after(inflight[-1].local, spool, line, at)) if inflight
+                 else LOOP_THREADS.call(spool.sync_precommit, line, at))
         item = InFlight(accepted, contents, sums, begin, end, fragment_sum, registers, mark, pipeline,
                         remote, local, len(line), first)
         # Wake the append task once both are done, to finish this group even if no
@@ -146,11 +147,6 @@ class PipelinedPrimary:
             future.add_done_callback(lambda _: item.settled() and self.poke())
         inflight.append(item)
         await self._finish_answered(wait_oldest=len(inflight) >= PIPELINE_DEPTH)
-
-    async def _sync_locally(self, spool, line: bytes, at: int, previous: asyncio.Future | None) -> None:
-        if previous is not None:
-            await _settled(previous)  # one sync at a time, in order: lines land in order
-        await asyncio.get_running_loop().run_in_executor(None, spool.sync_precommit, line, at)
 
     async def _finish_inflight(self) -> bool:
         """Finish every group in flight; whether all of them committed."""
@@ -208,12 +204,30 @@ class PipelinedPrimary:
             fail_group([pending for pending, _ in item.accepted], err)
 
 
+async def _sync_after(previous: asyncio.Future, spool, line: bytes, at: int) -> None:
+    """Sync a group's data and line once the group before it is synced (or failed):
+    one sync at a time, in order, so lines land in order."""
+    await _settled(previous)
+    await LOOP_THREADS.call(spool.sync_precommit, line, at)
+
+
 def _write_pinned(spool, contents: list[bytes], pin: contextlib.ExitStack, pin_first: bool) -> list[str]:
     """`Spool.write_pending`, first pinning the spool's descriptors on ``pin`` for
     the first group in flight (blocking: opens the files if they are closed)."""
     if pin_first:
         pin.enter_context(spool.holding_descriptors())
     return spool.write_pending(contents)
+
+
+def _pin_if_open(spool, pin: contextlib.ExitStack) -> bool:
+    """Pin the spool's descriptors on ``pin`` if they are open (never blocking).
+    At depth 1 every group is the first in flight: without this, each one paid an
+    executor hop for a write of a few KiB to open files."""
+    pool = spool._pool
+    if not pool.pin_if_open(spool):
+        return False
+    pin.callback(pool.unpin, spool)
+    return True
 
 
 def _answered(inflight: deque[InFlight]) -> tuple[list[InFlight], HeraldError | None]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 
@@ -51,8 +52,10 @@ class Pipeline:
 
     def __init__(self, journal: str, peers: list[str], session: aiohttp.ClientSession,
                  advertise: Callable[[], Awaitable[None]], primary: str = "",
-                 credentials: Callable[[], dict[str, str]] = dict, revision: Callable[[], int] = lambda: 0):
+                 credentials: Callable[[], dict[str, str]] = dict, revision: Callable[[], int] = lambda: 0,
+                 tls: ssl.SSLContext | None = None):
         self.journal = journal
+        self.tls = tls  # for https peers' streams (None: the default context)
         self.revision = revision  # our keyspace revision: a peer behind it catches up before judging us
         self.credentials = credentials  # the primary's own token for its peers
         self.primary = primary  # our member id: peers refuse a primary their route disagrees with
@@ -118,23 +121,21 @@ class Pipeline:
         return doc["begin"], doc["end"], LabelSet.from_list(doc["registers"])
 
     def replicate(self, fragment_begin: int, begin: int, contents: list[bytes],
-                  registers: LabelSet) -> Awaitable[list[str]]:
+                  registers: LabelSet) -> asyncio.Future[list[str]]:
         """Send one group (its bodies) to every peer now, on each one's stream after
-        the groups sent before it; await the result for their fragment SHA1s."""
+        the groups sent before it; the future is their fragment SHA1s, or the first
+        failure (a peer's, or none within `REPLICATION_TIMEOUT_S`)."""
         head = frame_head(begin, fragment_begin, sum(map(len, contents)), registers)
         frame = b"".join([head, *contents])  # one chunk, one send per peer
         credentials = self.credentials()
         answers = [self._stream(peer, credentials).send(frame) for peer in self.peers]
-        return self._answers(answers)
+        return all_answers(answers, REPLICATION_TIMEOUT_S, self._timed_out)
 
-    async def _answers(self, answers: list[asyncio.Future[str]]) -> list[str]:
-        try:
-            return await asyncio.wait_for(asyncio.gather(*answers), REPLICATION_TIMEOUT_S)
-        except TimeoutError:
-            self.synced = False
-            self.close()
-            raise HeraldError(Status.INSUFFICIENT_JOURNAL_BROKERS,
-                              f"replicas of {self.journal} did not answer within {REPLICATION_TIMEOUT_S:g} s") from None
+    def _timed_out(self) -> HeraldError:
+        self.synced = False
+        self.close()
+        return HeraldError(Status.INSUFFICIENT_JOURNAL_BROKERS,
+                           f"replicas of {self.journal} did not answer within {REPLICATION_TIMEOUT_S:g} s")
 
     def _stream(self, peer: str, credentials: dict[str, str]) -> PeerStream:
         """The open stream to ``peer``, or a new one (also when our peer token was
@@ -144,7 +145,7 @@ class Pipeline:
             if stream is not None:
                 stream.close(graceful=True)  # answers every frame it was sent, then ends
             headers = {**credentials, PRIMARY_HEADER: self.primary, ROUTE_REVISION_HEADER: str(self.revision())}
-            stream = self._streams[peer] = PeerStream(self.session, peer, self.journal, headers, self._stream_failed)
+            stream = self._streams[peer] = PeerStream(peer, self.journal, headers, self._stream_failed, self.tls)
             stream.credentials = credentials
         return stream
 
@@ -177,6 +178,44 @@ class Pipeline:
             self.synced = False
             raise HeraldError(Status.INSUFFICIENT_JOURNAL_BROKERS,
                               f"replica {peer} of {self.journal} failed: {err or type(err).__name__}") from None
+
+
+def all_answers(answers: list[asyncio.Future[str]], timeout_s: float,
+                on_timeout: Callable[[], HeraldError]) -> asyncio.Future[list[str]]:
+    """One future for every peer's answer: their results in order, or the first
+    failure, or ``on_timeout()``'s error after ``timeout_s``. What
+    ``wait_for(gather(...))`` did, without its task, its inner future and their
+    callbacks: this is paid once per replicated group."""
+    loop = asyncio.get_running_loop()
+    result: asyncio.Future[list[str]] = loop.create_future()
+    left = len(answers)
+
+    def one_done(answer: asyncio.Future[str]) -> None:
+        nonlocal left
+        if result.done():
+            return
+        error = (HeraldError(Status.INSUFFICIENT_JOURNAL_BROKERS, "a replica's answer was cancelled")
+                 if answer.cancelled() else answer.exception())
+        left -= 1
+        if error is not None:
+            result.set_exception(error)
+        elif left == 0:
+            result.set_result([done.result() for done in answers])
+        else:
+            return
+        timer.cancel()
+
+    def timed_out() -> None:
+        if not result.done():
+            result.set_exception(on_timeout())
+
+    timer = loop.call_later(timeout_s, timed_out)
+    for answer in answers:
+        answer.add_done_callback(one_done)
+    if not answers:
+        timer.cancel()
+        result.set_result([])
+    return result
 
 
 # -- the peer side ---------------------------------------------------------------------

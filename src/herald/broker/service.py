@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import ssl
 
 import aetcd.exceptions
 import aiohttp
@@ -57,6 +58,7 @@ class Broker:
         self.stopping = asyncio.Event()
         self.endpoint = ""
         self.session: aiohttp.ClientSession | None = None
+        self.peer_tls: ssl.SSLContext | None = None
         self._stores: dict[str, Store] = {}
         self._sync_lock = asyncio.Lock()
         self._keyspace_changes = ChangeSignal()
@@ -190,7 +192,7 @@ class Broker:
             journal.become_primary(Pipeline(name, peers, self.session, lambda: self._advertise(name),
                                             primary=str(self.member_id),
                                             credentials=lambda: self.peer_headers(Capability.REPLICATE, name),
-                                            revision=lambda: self.keyspace.revision))
+                                            revision=lambda: self.keyspace.revision, tls=self.peer_tls))
             journal.poke()  # sync the new peerset now, without waiting for an append
         else:
             journal.become_primary(journal.pipeline)  # same peers: keep the synced pipeline
@@ -259,6 +261,7 @@ class Broker:
         self._data_dir_lock.acquire()
         sock = listen(self.settings.host, self.settings.port)
         self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=peer_tls or True))
+        self.peer_tls = peer_tls  # replication streams connect without the session (peer_stream)
         # auto_decompress=False: bodies are taken raw (identity_bodies_middleware refuses
         # any Content-Encoding); aiohttp must not inflate them before that check.
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0,

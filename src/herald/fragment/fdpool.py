@@ -115,6 +115,22 @@ class DescriptorPool:
         finally:
             self._unpin(holder)
 
+    def pin_if_open(self, holder: PooledFiles) -> bool:
+        """Pin ``holder`` (as `pinned` does) only if its descriptors are open now,
+        so never blocking on open(2): a caller on the event loop uses the open files
+        at once, or goes to a thread. `unpin` releases it."""
+        with self._lock:
+            entry = self._open.get(holder)
+            if entry is None:
+                return False
+            entry[1] += 1
+            self._open.move_to_end(holder)
+            return True
+
+    def unpin(self, holder: PooledFiles) -> None:
+        """Release a pin taken by `pin_if_open`."""
+        self._unpin(holder)
+
     def forget(self, holder: PooledFiles) -> None:
         """Drop ``holder`` (it closes its own descriptors); idempotent."""
         with self._lock:
