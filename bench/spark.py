@@ -12,8 +12,8 @@
   the batches' ``triggerExecution`` from Spark's progress events: the start-up
   excluded), with the time outside batches beside them;
 - batch and streaming reads under ``local[1]`` and ``local[2]`` in fresh
-  processes, over data of their own in several journals, masters in alternating
-  rounds (`bench.spark_parallel`): the parallel efficiency;
+  processes, over data of their own in several journals, the two processes
+  taking turns read by read (`bench.spark_parallel`): the parallel efficiency;
 - sink rows/s, batch (one transaction) and streaming (exactly once, availableNow
   over text files), vs Spark's ``text`` sinks and vs format ``herald-sink-ceiling``
   (`bench.spark_sink_ceiling`: a Python sink that drops its Arrow batches — the
@@ -239,18 +239,21 @@ def _reads(report: Report, config: Config, spark: Any, url: str, text_dir: Path,
 
 def _parallel(report: Report, config: Config, url: str, scratch: Path) -> None:
     """The same reads under local[1] and local[2] (`bench.spark_parallel`: data of
-    its own over several journals, masters in alternating rounds, several runs each)."""
-    from bench.spark_parallel import JOURNALS, fill, measure_masters
+    its own over several journals, the two masters' processes taking turns read by read)."""
+    from bench.spark_parallel import JOURNALS, fill, measure_masters, pair_ratios
 
-    rows = config.scale(800_000, 300_000)
-    rounds, runs = (1, 3) if config.quick else (2, config.runs)
-    report.inputs.update(parallel_rows=rows, parallel_journals=JOURNALS, parallel_samples=rounds * runs)
+    rows, runs = config.scale(800_000, 300_000), config.scale(5, 3)
+    report.inputs.update(parallel_rows=rows, parallel_journals=JOURNALS, parallel_runs=runs)
     selector = fill(url, rows, scratch)
     try:
-        measured = measure_masters(url, selector, rows, runs, rounds)
+        measured = measure_masters(url, selector, rows, runs)
     except RuntimeError as err:  # e.g. a fresh source runner not connecting back within Spark's 10 s
         report.note(f"local[1] vs local[2] not measured: {str(err).splitlines()[-1][:300]}")
         return
+    for metric in ("batch_rows_per_s", "stream_rows_per_s", "stream_batch_rows_per_s"):
+        ratios = sorted(pair_ratios(measured, metric))
+        report.note(f"local[2] / local[1], {metric}, pairs of reads seconds apart: median "
+                    f"{ratios[len(ratios) // 2]:.2f}, range {ratios[0]:.2f}-{ratios[-1]:.2f} ({len(ratios)} pairs)")
     for master, samples in measured.items():
         for kind in ("batch", "stream"):
             report.add(master, f"{kind} read, parallel efficiency", {"rows_per_s": samples[f"{kind}_rows_per_s"]},
