@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -144,8 +145,8 @@ def main(argv: list[str]) -> None:
     from bench.spark import spark_session
 
     spark = spark_session(master)
+    reads = _Reads(spark, url, selector, int(rows))
     try:
-        reads = _Reads(spark, url, selector, int(rows))
         for command in sys.stdin:
             if command.strip() == "warm":
                 reads.batch(), reads.stream()
@@ -154,6 +155,7 @@ def main(argv: list[str]) -> None:
                 print(ANSWER + json.dumps(reads.read()), flush=True)
     finally:
         spark.stop()
+        shutil.rmtree(reads.scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
