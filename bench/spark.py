@@ -47,7 +47,7 @@ CEILING = "python source ceiling"
 SINK_CEILING = "python sink ceiling"
 STREAM_WHOLE = "herald, one task per journal"
 UNITS = {"rows_per_s": "rows/s", "batch_rows_per_s": "rows/s", "outside_batches_s": "s", "events_per_s": "events/s",
-         "p50_ms": "ms", "p99_ms": "ms"}
+         "p50_ms": "ms", "p99_ms": "ms", "cores": "cores"}
 READ_FRAGMENT_BYTES = 16 << 20
 CASES = ("reads", "parallel", "sink", "dedupe")
 
@@ -260,6 +260,8 @@ def _parallel(report: Report, config: Config, url: str, scratch: Path) -> None:
                        UNITS)
         report.add(master, "stream read, parallel efficiency", {"batch_rows_per_s": samples["stream_batch_rows_per_s"]},
                    UNITS)
+        for kind in ("batch", "stream"):  # the CPU the read got: was a second core there to use?
+            report.add(master, f"{kind} read, parallel efficiency", {"cores": samples[f"{kind}_cores"]}, UNITS)
 
 
 def _available_now(df: Any, checkpoint: Path) -> Any:
@@ -395,4 +397,7 @@ def _headlines(report: Report) -> None:
     report.headline("spark stream read in micro-batches (start-up excluded): local[2] vs local[1] rows/s",
                     ("local[2]", "stream read, parallel efficiency", "batch_rows_per_s"),
                     ("local[1]", "stream read, parallel efficiency", "batch_rows_per_s"))
+    report.headline("spark batch read: CPU cores the local[2] vs the local[1] read got (driver, JVM, workers)",
+                    ("local[2]", "batch read, parallel efficiency", "cores"),
+                    ("local[1]", "batch read, parallel efficiency", "cores"))
     dedupe_headlines(report)

@@ -15,9 +15,11 @@ URL SELECTOR ROWS`` and sends it ``warm`` / ``read`` lines; each read answers on
 JSON line: ``batch_rows_per_s`` (wall time of a batch job),
 ``stream_rows_per_s`` (wall time of an availableNow query, start-up included) and
 ``stream_batch_rows_per_s`` (the same query's rows ÷ its micro-batches' time, from
-Spark's progress events: the part that can run in parallel). Efficiency is
-local[2] ÷ local[1] (2.0 would be perfect on two cores; the machine's other load
-takes its share of the second core).
+Spark's progress events: the part that can run in parallel), and ``batch_cores`` /
+``stream_cores``: the CPU cores the child's process tree got on average during the
+read. Efficiency is local[2] ÷ local[1] (2.0 would be perfect on two cores); the
+cores say whether a second core was there to be had: on a machine the other
+sessions keep busy, local[2] gets no more CPU than local[1].
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,7 @@ MASTERS = ("local[1]", "local[2]")
 JOURNALS = 4
 PREFIX = "bench/spark-parallel/"
 ANSWER = "bench.spark_parallel: "
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def fill(url: str, rows: int, scratch: Path) -> str:
@@ -123,6 +126,13 @@ class _Reads:
         df.write.format("noop").mode("overwrite").save()
         return self.rows / (time.perf_counter() - start)
 
+    def cores(self, fn: Callable[[], Any]) -> tuple[Any, float]:
+        """``fn()`` and the CPU cores this process tree (driver, JVM, Python workers)
+        used on average while it ran: what the scheduler gave the read."""
+        cpu, start = _tree_cpu_s(), time.perf_counter()
+        value = fn()
+        return value, (_tree_cpu_s() - cpu) / (time.perf_counter() - start)
+
     def stream(self) -> dict[str, float]:
         from bench.spark import stream_figures
 
@@ -133,9 +143,35 @@ class _Reads:
         return stream_figures(self.rows, df, state)
 
     def read(self) -> dict[str, float]:
-        figures = self.stream()
-        return {"batch_rows_per_s": self.batch(), "stream_rows_per_s": figures["rows_per_s"],
-                "stream_batch_rows_per_s": figures["batch_rows_per_s"]}
+        figures, stream_cores = self.cores(self.stream)
+        batch, batch_cores = self.cores(self.batch)
+        return {"batch_rows_per_s": batch, "stream_rows_per_s": figures["rows_per_s"],
+                "stream_batch_rows_per_s": figures["batch_rows_per_s"], "batch_cores": batch_cores,
+                "stream_cores": stream_cores}
+
+
+def _tree_cpu_s() -> float:
+    """CPU seconds (user + system) of this process and its descendants, from /proc: the
+    live ones', and through their parents' reaped-children times those that exited
+    (a stream's source runner, a Python worker that was not reused)."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        children.setdefault(int(fields[1]), []).append(int(name))
+        times[int(name)] = sum(int(v) for v in fields[11:15]) / TICKS  # own and reaped children's time
+    total, stack = 0.0, [os.getpid()]
+    while stack:
+        pid = stack.pop()
+        total += times.get(pid, 0.0)
+        stack += children.get(pid, [])
+    return total
 
 
 def main(argv: list[str]) -> None:
