@@ -373,31 +373,33 @@ def _stream_sink(report: Report, config: Config, spark: Any, url: str, scratch: 
 
 
 def _headlines(report: Report) -> None:
-    for case in ("batch read", "streaming read-committed", "sink (batch write)", "sink (streaming)"):
-        report.headline(f"spark {case}: rows/s vs Spark text", ("herald", case, "rows_per_s"),
-                        ("spark text", case, "rows_per_s"))
-    report.headline("spark streaming read-committed in micro-batches (query start-up excluded): rows/s vs Spark text",
-                    ("herald", "streaming read-committed", "batch_rows_per_s"),
-                    ("spark text", "streaming read-committed", "batch_rows_per_s"))
-    report.headline("spark streaming read-committed: seconds outside micro-batches (start-up, end) vs Spark text",
-                    ("herald", "streaming read-committed", "outside_batches_s"),
-                    ("spark text", "streaming read-committed", "outside_batches_s"))
-    for case in ("sink (batch write)", "sink (streaming)"):
-        report.headline(f"spark {case}: rows/s vs a Python sink that drops its Arrow batches (the API's ceiling)",
-                        ("herald", case, "rows_per_s"), (SINK_CEILING, case, "rows_per_s"))
-    report.headline("spark batch read: rows/s vs a Python source yielding pre-built Arrow (the API's ceiling)",
-                    ("herald", "batch read", "rows_per_s"), (CEILING, "batch read", "rows_per_s"))
-    report.headline("spark streaming read-committed: rows/s, slices split across tasks vs one task per journal",
-                    ("herald", "streaming read-committed", "rows_per_s"),
-                    (STREAM_WHOLE, "streaming read-committed", "rows_per_s"))
-    for kind in ("batch", "stream"):
-        report.headline(f"spark {kind} read: local[2] vs local[1] rows/s (parallel efficiency, 2.0 is perfect)",
-                        ("local[2]", f"{kind} read, parallel efficiency", "rows_per_s"),
-                        ("local[1]", f"{kind} read, parallel efficiency", "rows_per_s"))
-    report.headline("spark stream read in micro-batches (start-up excluded): local[2] vs local[1] rows/s",
-                    ("local[2]", "stream read, parallel efficiency", "batch_rows_per_s"),
-                    ("local[1]", "stream read, parallel efficiency", "batch_rows_per_s"))
-    report.headline("spark batch read: CPU cores the local[2] vs the local[1] read got (driver, JVM, workers)",
-                    ("local[2]", "batch read, parallel efficiency", "cores"),
-                    ("local[1]", "batch read, parallel efficiency", "cores"))
+    stream, batch_par, stream_par = "streaming read-committed", "batch read, parallel efficiency", \
+        "stream read, parallel efficiency"
+    pairs = [(f"spark {case}: rows/s vs Spark text", ("herald", case, "rows_per_s"), ("spark text", case, "rows_per_s"))
+             for case in ("batch read", stream, "sink (batch write)", "sink (streaming)")]
+    pairs += [
+        ("spark streaming read-committed in micro-batches (query start-up excluded): rows/s vs Spark text",
+         ("herald", stream, "batch_rows_per_s"), ("spark text", stream, "batch_rows_per_s")),
+        ("spark streaming read-committed: seconds outside micro-batches (start-up, end) vs Spark text",
+         ("herald", stream, "outside_batches_s"), ("spark text", stream, "outside_batches_s")),
+    ]
+    pairs += [(f"spark {case}: rows/s vs a Python sink that drops its Arrow batches (the API's ceiling)",
+               ("herald", case, "rows_per_s"), (SINK_CEILING, case, "rows_per_s"))
+              for case in ("sink (batch write)", "sink (streaming)")]
+    pairs += [
+        ("spark batch read: rows/s vs a Python source yielding pre-built Arrow (the API's ceiling)",
+         ("herald", "batch read", "rows_per_s"), (CEILING, "batch read", "rows_per_s")),
+        ("spark streaming read-committed: rows/s, slices split across tasks vs one task per journal",
+         ("herald", stream, "rows_per_s"), (STREAM_WHOLE, stream, "rows_per_s")),
+        ("spark batch read: local[2] vs local[1] rows/s (parallel efficiency, 2.0 is perfect)",
+         ("local[2]", batch_par, "rows_per_s"), ("local[1]", batch_par, "rows_per_s")),
+        ("spark stream read: local[2] vs local[1] rows/s (parallel efficiency, 2.0 is perfect)",
+         ("local[2]", stream_par, "rows_per_s"), ("local[1]", stream_par, "rows_per_s")),
+        ("spark stream read in micro-batches (start-up excluded): local[2] vs local[1] rows/s",
+         ("local[2]", stream_par, "batch_rows_per_s"), ("local[1]", stream_par, "batch_rows_per_s")),
+        ("spark batch read: CPU cores the local[2] vs the local[1] read got (driver, JVM, workers)",
+         ("local[2]", batch_par, "cores"), ("local[1]", batch_par, "cores")),
+    ]
+    for label, herald, reference in pairs:
+        report.headline(label, herald, reference)
     dedupe_headlines(report)
