@@ -4,11 +4,16 @@
   over the same bytes (the journal's content written as plain files), and vs
   format ``herald-ceiling`` (`bench.spark_ceiling`: pre-built Arrow batches of
   the same schema, no Herald work — the Python data source API's own ceiling);
-- streaming read-committed rows/s (availableNow, one query, wall time from start
-  to finish) vs Spark's streaming ``text`` source over the same files,
-  also with one task for the journal (``minPartitions=1``: its slice not split);
+- streaming read-committed rows/s (availableNow, one query) vs Spark's streaming
+  ``text`` source over the same files, also with one task for the journal
+  (``minPartitions=1``: its slice not split), each two ways: end to end (wall time
+  from ``start()`` to termination: the query's start-up included, which for a Python
+  source is a fresh source-runner process per query) and in micro-batches (rows ÷
+  the batches' ``triggerExecution`` from Spark's progress events: the start-up
+  excluded), with the time outside batches beside them;
 - batch and streaming reads under ``local[1]`` and ``local[2]`` in fresh
-  processes (`bench.spark_parallel`): the parallel efficiency;
+  processes, over data of their own in several journals, the two processes
+  taking turns read by read (`bench.spark_parallel`): the parallel efficiency;
 - sink rows/s, batch (one transaction) and streaming (exactly once, availableNow
   over text files), vs Spark's ``text`` sinks and vs format ``herald-sink-ceiling``
   (`bench.spark_sink_ceiling`: a Python sink that drops its Arrow batches — the
@@ -18,7 +23,8 @@
 ``HERALD_BENCH_SPARK_CASES`` (comma-separated subset of reads, parallel, sink,
 dedupe; default all) runs only some cases, e.g. the connector's without dedupe.
 
-Every Spark figure includes query start-up; rows/s are rows ÷ wall time. With
+Every Spark figure but the ``batch_rows_per_s`` ones includes query start-up;
+rows/s are rows ÷ wall time. With
 --quick each figure is one run (Spark's start-up alone would eat the budget)
 with less data, and dedupe scaling skips 4 journals.
 """
@@ -35,12 +41,13 @@ from bench.runner import Config, Report, measure_interleaved, remove_tree
 from bench.servers import apply, bench_spec, herald_broker
 from bench.spark_dedupe import dedupe_headlines, run_dedupe_cases
 
-__all__ = ["run", "spark_session"]
+__all__ = ["fill_journal", "run", "spark_session", "stream_figures"]
 
 CEILING = "python source ceiling"
 SINK_CEILING = "python sink ceiling"
 STREAM_WHOLE = "herald, one task per journal"
-UNITS = {"rows_per_s": "rows/s", "events_per_s": "events/s", "p50_ms": "ms", "p99_ms": "ms"}
+UNITS = {"rows_per_s": "rows/s", "batch_rows_per_s": "rows/s", "outside_batches_s": "s", "events_per_s": "events/s",
+         "p50_ms": "ms", "p99_ms": "ms", "cores": "cores"}
 READ_FRAGMENT_BYTES = 16 << 20
 CASES = ("reads", "parallel", "sink", "dedupe")
 
@@ -83,13 +90,13 @@ def run(config: Config) -> Report:
             _phase("warm-up job", lambda: spark.range(1000).selectExpr("sum(id)").collect())
             rows = config.scale(600_000, 100_000)
             report.inputs.update(spark="local[2]", read_rows=rows, read_fragment_bytes=READ_FRAGMENT_BYTES)
-            text_dir = _phase("fill", lambda: _fill_read_journal(broker.url, "bench/spark-read", rows, scratch))
+            text_dir = _phase("fill", lambda: fill_journal(broker.url, "bench/spark-read", rows, scratch))
             _phase("warm-up herald read", lambda: _warm_up(spark, broker.url, scratch))
             cases = _selected_cases()
             if "reads" in cases:
                 _case(report, "reads", lambda: _reads(report, config, spark, broker.url, text_dir, rows, scratch))
             if "parallel" in cases:
-                _case(report, "local[1] vs local[2]", lambda: _parallel(report, config, broker.url, rows))
+                _case(report, "local[1] vs local[2]", lambda: _parallel(report, config, broker.url, scratch))
             if "sink" in cases:
                 _case(report, "sink", lambda: _sink(report, config, spark, broker.url, scratch))
             if "dedupe" in cases:
@@ -114,9 +121,10 @@ def _selected_cases() -> set[str]:
 # -- data -------------------------------------------------------------------------------------
 
 
-def _fill_read_journal(url: str, journal: str, rows: int, scratch: Path) -> Path:
+def fill_journal(url: str, journal: str, rows: int, scratch: Path, text: bool = True) -> Path:
     """``rows`` committed ~200-byte messages (stamped by PublisherCore, appended in
-    4 MiB blocks); the same content written as plain NDJSON files, one per fragment."""
+    4 MiB blocks); with ``text``, the same content written as plain NDJSON files,
+    one per fragment, under the returned directory."""
     from bench.publish import framed_messages
     from herald.client import BrokerClient, RetryReader
     from herald.message import Clock, NDJSONFraming, ProducerID, PublisherCore
@@ -133,7 +141,7 @@ def _fill_read_journal(url: str, journal: str, rows: int, scratch: Path) -> Path
             if len(block) >= 4 << 20 or i == rows - 1:
                 client.append(journal, bytes(block))
                 block.clear()
-        for n, info in enumerate(client.fragments(journal)):
+        for n, info in enumerate(client.fragments(journal) if text else ()):
             frag = info.fragment
             with open(text_dir / f"part-{n:04d}.json", "wb") as out:
                 reader = RetryReader(client, journal, frag.begin, block=False, end_offset=frag.end)
@@ -168,7 +176,7 @@ def _runs(config: Config) -> int:
 def _warm_up(spark: Any, url: str, scratch: Path) -> None:
     """Start Spark's Python workers (and their imports) outside the timed runs:
     a small read and write of format ``herald``."""
-    _fill_read_journal(url, "bench/spark-warm", 1000, scratch / "warm")
+    fill_journal(url, "bench/spark-warm", 1000, scratch / "warm")
     df = spark.read.format("herald").option("broker", url).option("selector", "name=bench/spark-warm").load()
     df.write.format("noop").mode("overwrite").save()
     df.select("value").write.format("herald").option("broker", url).option("selector", "name=bench/spark-warm") \
@@ -208,22 +216,20 @@ def _reads(report: Report, config: Config, spark: Any, url: str, text_dir: Path,
 
     counter = iter(range(10**6))
 
-    def herald_stream():
+    def herald_stream(**options: str):
         state = scratch / f"stream-{next(counter)}"
-        df = (spark.readStream.format("herald").option("broker", url).option("selector", "name=bench/spark-read")
-              .option("stateLocation", str(state)).load())
-        return {"rows_per_s": rows / _wall(lambda: _available_now(df, state))}
+        reader = (spark.readStream.format("herald").option("broker", url).option("selector", "name=bench/spark-read")
+                  .option("stateLocation", str(state)))
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        return stream_figures(rows, reader.load(), state)
 
     def text_stream():
         state = scratch / f"stream-{next(counter)}"
-        df = spark.readStream.schema("value string").text(str(text_dir))
-        return {"rows_per_s": rows / _wall(lambda: _available_now(df, state))}
+        return stream_figures(rows, spark.readStream.schema("value string").text(str(text_dir)), state)
 
     def herald_stream_whole():  # One task per journal, as before slices were split.
-        state = scratch / f"stream-{next(counter)}"
-        df = (spark.readStream.format("herald").option("broker", url).option("selector", "name=bench/spark-read")
-              .option("stateLocation", str(state)).option("minPartitions", "1").load())
-        return {"rows_per_s": rows / _wall(lambda: _available_now(df, state))}
+        return herald_stream(minPartitions="1")
 
     samples = measure_interleaved(config, {"herald": herald_stream, STREAM_WHOLE: herald_stream_whole,
                                            "spark text": text_stream}, _runs(config))
@@ -231,27 +237,56 @@ def _reads(report: Report, config: Config, spark: Any, url: str, text_dir: Path,
         report.add(system, "streaming read-committed", values, UNITS)
 
 
-def _parallel(report: Report, config: Config, url: str, rows: int) -> None:
-    """The same reads under local[1] and local[2] (`bench.spark_parallel`)."""
-    from bench.spark_parallel import measure_masters
+def _parallel(report: Report, config: Config, url: str, scratch: Path) -> None:
+    """The same reads under local[1] and local[2] (`bench.spark_parallel`: data of
+    its own over several journals, the two masters' processes taking turns read by read)."""
+    from bench.spark_parallel import JOURNALS, fill, measure_masters, pair_ratios
 
+    rows, runs = config.scale(800_000, 300_000), config.scale(5, 3)
+    report.inputs.update(parallel_rows=rows, parallel_journals=JOURNALS, parallel_runs=runs)
+    selector = fill(url, rows, scratch)
     try:
-        measured = measure_masters(url, "bench/spark-read", rows, _runs(config))
+        measured = measure_masters(url, selector, rows, runs)
     except RuntimeError as err:  # e.g. a fresh source runner not connecting back within Spark's 10 s
         report.note(f"local[1] vs local[2] not measured: {str(err).splitlines()[-1][:300]}")
         return
+    for metric in ("batch_rows_per_s", "stream_rows_per_s", "stream_batch_rows_per_s"):
+        ratios = sorted(pair_ratios(measured, metric))
+        report.note(f"local[2] / local[1], {metric}, pairs of reads seconds apart: median "
+                    f"{ratios[len(ratios) // 2]:.2f}, range {ratios[0]:.2f}-{ratios[-1]:.2f} ({len(ratios)} pairs)")
     for master, samples in measured.items():
         for kind in ("batch", "stream"):
             report.add(master, f"{kind} read, parallel efficiency", {"rows_per_s": samples[f"{kind}_rows_per_s"]},
                        UNITS)
+        report.add(master, "stream read, parallel efficiency", {"batch_rows_per_s": samples["stream_batch_rows_per_s"]},
+                   UNITS)
+        for kind in ("batch", "stream"):  # the CPU the read got: was a second core there to use?
+            report.add(master, f"{kind} read, parallel efficiency", {"cores": samples[f"{kind}_cores"]}, UNITS)
 
 
-def _available_now(df: Any, checkpoint: Path) -> None:
+def _available_now(df: Any, checkpoint: Path) -> Any:
     query = (df.writeStream.format("noop").option("checkpointLocation", str(checkpoint / "query"))
              .trigger(availableNow=True).start())
     query.awaitTermination()
     if query.exception() is not None:
         raise query.exception()
+    return query
+
+
+def stream_figures(rows: int, df: Any, checkpoint: Path) -> dict[str, float]:
+    """One availableNow query of ``df`` into ``noop``, measured two ways: end to end
+    (``rows_per_s``: rows ÷ wall time from ``start()`` to termination) and in
+    micro-batches (``batch_rows_per_s``: rows ÷ the sum of the batches'
+    ``triggerExecution``, from Spark's progress events, i.e. what the engine reports
+    as processedRowsPerSecond), and the time outside batches: the query's start-up
+    (for a Python source a fresh source-runner process, its imports and its first
+    listing of the journals) and its end."""
+    start = time.perf_counter()
+    query = _available_now(df, checkpoint)
+    wall = time.perf_counter() - start
+    in_batches = sum(p["durationMs"].get("triggerExecution", 0) for p in query.recentProgress) / 1000
+    return {"rows_per_s": rows / wall, "batch_rows_per_s": rows / max(in_batches, 1e-3),
+            "outside_batches_s": wall - in_batches}
 
 
 def _sink(report: Report, config: Config, spark: Any, url: str, scratch: Path) -> None:
@@ -338,19 +373,33 @@ def _stream_sink(report: Report, config: Config, spark: Any, url: str, scratch: 
 
 
 def _headlines(report: Report) -> None:
-    for case in ("batch read", "streaming read-committed", "sink (batch write)", "sink (streaming)"):
-        report.headline(f"spark {case}: rows/s vs Spark text", ("herald", case, "rows_per_s"),
-                        ("spark text", case, "rows_per_s"))
-    for case in ("sink (batch write)", "sink (streaming)"):
-        report.headline(f"spark {case}: rows/s vs a Python sink that drops its Arrow batches (the API's ceiling)",
-                        ("herald", case, "rows_per_s"), (SINK_CEILING, case, "rows_per_s"))
-    report.headline("spark batch read: rows/s vs a Python source yielding pre-built Arrow (the API's ceiling)",
-                    ("herald", "batch read", "rows_per_s"), (CEILING, "batch read", "rows_per_s"))
-    report.headline("spark streaming read-committed: rows/s, slices split across tasks vs one task per journal",
-                    ("herald", "streaming read-committed", "rows_per_s"),
-                    (STREAM_WHOLE, "streaming read-committed", "rows_per_s"))
-    for kind in ("batch", "stream"):
-        report.headline(f"spark {kind} read: local[2] vs local[1] rows/s (parallel efficiency, 2.0 is perfect)",
-                        ("local[2]", f"{kind} read, parallel efficiency", "rows_per_s"),
-                        ("local[1]", f"{kind} read, parallel efficiency", "rows_per_s"))
+    stream, batch_par, stream_par = "streaming read-committed", "batch read, parallel efficiency", \
+        "stream read, parallel efficiency"
+    pairs = [(f"spark {case}: rows/s vs Spark text", ("herald", case, "rows_per_s"), ("spark text", case, "rows_per_s"))
+             for case in ("batch read", stream, "sink (batch write)", "sink (streaming)")]
+    pairs += [
+        ("spark streaming read-committed in micro-batches (query start-up excluded): rows/s vs Spark text",
+         ("herald", stream, "batch_rows_per_s"), ("spark text", stream, "batch_rows_per_s")),
+        ("spark streaming read-committed: seconds outside micro-batches (start-up, end) vs Spark text",
+         ("herald", stream, "outside_batches_s"), ("spark text", stream, "outside_batches_s")),
+    ]
+    pairs += [(f"spark {case}: rows/s vs a Python sink that drops its Arrow batches (the API's ceiling)",
+               ("herald", case, "rows_per_s"), (SINK_CEILING, case, "rows_per_s"))
+              for case in ("sink (batch write)", "sink (streaming)")]
+    pairs += [
+        ("spark batch read: rows/s vs a Python source yielding pre-built Arrow (the API's ceiling)",
+         ("herald", "batch read", "rows_per_s"), (CEILING, "batch read", "rows_per_s")),
+        ("spark streaming read-committed: rows/s, slices split across tasks vs one task per journal",
+         ("herald", stream, "rows_per_s"), (STREAM_WHOLE, stream, "rows_per_s")),
+        ("spark batch read: local[2] vs local[1] rows/s (parallel efficiency, 2.0 is perfect)",
+         ("local[2]", batch_par, "rows_per_s"), ("local[1]", batch_par, "rows_per_s")),
+        ("spark stream read: local[2] vs local[1] rows/s (parallel efficiency, 2.0 is perfect)",
+         ("local[2]", stream_par, "rows_per_s"), ("local[1]", stream_par, "rows_per_s")),
+        ("spark stream read in micro-batches (start-up excluded): local[2] vs local[1] rows/s",
+         ("local[2]", stream_par, "batch_rows_per_s"), ("local[1]", stream_par, "batch_rows_per_s")),
+        ("spark batch read: CPU cores the local[2] vs the local[1] read got (driver, JVM, workers)",
+         ("local[2]", batch_par, "cores"), ("local[1]", batch_par, "cores")),
+    ]
+    for label, herald, reference in pairs:
+        report.headline(label, herald, reference)
     dedupe_headlines(report)

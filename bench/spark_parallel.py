@@ -1,80 +1,197 @@
 """The spark benchmark's parallel efficiency: the same reads under ``local[1]`` and
 ``local[2]``, each in its own fresh process (one SparkContext per process).
 
-Run by `bench.spark` as ``python -m bench.spark_parallel MASTER URL JOURNAL ROWS RUNS``
-against the journal its read cases filled; prints one JSON object of samples
-(``batch_rows_per_s``, ``stream_rows_per_s``) after a warm-up read of each kind.
-Efficiency is local[2] ÷ local[1] (2.0 would be perfect on two cores).
+The data is its own: `JOURNALS` journals (`fill`), so that a read has work for two
+cores whatever Herald's split rules are (a batch read has a partition per
+fragment, a stream a slice per journal, packed into as many tasks as cores); one
+journal of a quick bench's 20 MiB is one task and measures nothing but noise.
+Both masters' processes stay alive and take turns read by read (the order swapped
+every run), after a warm-up each: a pair of samples is seconds apart, so the
+machine's other load (three other sessions here) hits both alike, and the figure
+is a median over several runs, not one run against one.
+
+`bench.spark` starts a child per master as ``python -m bench.spark_parallel MASTER
+URL SELECTOR ROWS`` and sends it ``warm`` / ``read`` lines; each read answers one
+JSON line: ``batch_rows_per_s`` (wall time of a batch job),
+``stream_rows_per_s`` (wall time of an availableNow query, start-up included) and
+``stream_batch_rows_per_s`` (the same query's rows ÷ its micro-batches' time, from
+Spark's progress events: the part that can run in parallel), and ``batch_cores`` /
+``stream_cores``: the CPU cores the child's process tree got on average during the
+read. Efficiency is local[2] ÷ local[1] (2.0 would be perfect on two cores); the
+cores say whether a second core was there to be had: on a machine the other
+sessions keep busy, local[2] gets no more CPU than local[1].
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MASTERS", "measure_masters"]
+__all__ = ["JOURNALS", "MASTERS", "fill", "measure_masters", "pair_ratios"]
 
 MASTERS = ("local[1]", "local[2]")
+JOURNALS = 4
+PREFIX = "bench/spark-parallel/"
+ANSWER = "bench.spark_parallel: "
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def measure_masters(url: str, journal: str, rows: int, runs: int) -> dict[str, dict[str, list[float]]]:
-    """Samples per master, measured one master after the other."""
+def fill(url: str, rows: int, scratch: Path) -> str:
+    """``rows`` messages over `JOURNALS` journals (as the read cases' journal);
+    returns their selector."""
+    from bench.spark import fill_journal
+
+    for i in range(JOURNALS):
+        fill_journal(url, f"{PREFIX}{i}", rows // JOURNALS, scratch / f"parallel-{i}", text=False)
+    return f"prefix={PREFIX}"
+
+
+def measure_masters(url: str, selector: str, rows: int, runs: int) -> dict[str, dict[str, list[float]]]:
+    """Samples per master: one process per master, both alive, taking turns read by
+    read (the order swapped every run), so each pair of samples is seconds apart
+    and a change in the machine's other load hits both alike."""
     root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    out: dict[str, dict[str, list[float]]] = {}
-    for master in MASTERS:
-        done = subprocess.run([sys.executable, "-m", "bench.spark_parallel", master, url, journal, str(rows),
-                               str(runs)], env=env, capture_output=True, text=True, timeout=900, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"bench.spark_parallel {master} failed: {done.stderr[-2000:]}")
-        out[master] = json.loads(done.stdout.strip().splitlines()[-1])
+    out: dict[str, dict[str, list[float]]] = {master: {} for master in MASTERS}
+    with contextlib.ExitStack() as stack:
+        logs = {master: stack.enter_context(tempfile.TemporaryFile("w+")) for master in MASTERS}
+        procs = {master: stack.enter_context(_child(master, [url, selector, str(rows)], env, logs[master]))
+                 for master in MASTERS}
+        for master in MASTERS:
+            _ask(procs[master], logs[master], "warm")  # workers and their imports, outside the timed reads
+        for n in range(runs):
+            for master in MASTERS if n % 2 == 0 else MASTERS[::-1]:
+                for metric, value in _ask(procs[master], logs[master], "read").items():
+                    out[master].setdefault(metric, []).append(value)
     return out
 
 
-def _reads(spark: Any, url: str, journal: str, rows: int, runs: int) -> dict[str, list[float]]:
-    scratch = Path(tempfile.mkdtemp(prefix="herald-bench-parallel-"))
+@contextlib.contextmanager
+def _child(master: str, args: list[str], env: dict[str, str], log: Any) -> Iterator[subprocess.Popen]:
+    """A child process (`main`) for ``master``; on exit its input is closed, so it
+    stops its Spark session and exits (killed if it does not within 120 s)."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench.spark_parallel", master, *args], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
-    def batch() -> float:
-        df = spark.read.format("herald").option("broker", url).option("selector", f"name={journal}").load()
-        return rows / _wall(lambda: df.write.format("noop").mode("overwrite").save())
 
-    def stream(n: int) -> float:
-        state = scratch / f"s{n}"
-        df = (spark.readStream.format("herald").option("broker", url).option("selector", f"name={journal}")
+def pair_ratios(samples: dict[str, dict[str, list[float]]], metric: str) -> list[float]:
+    """local[2] ÷ local[1] of each pair of reads taken seconds apart."""
+    return [two / one for one, two in zip(samples[MASTERS[0]][metric], samples[MASTERS[1]][metric], strict=True)]
+
+
+def _ask(proc: subprocess.Popen, log: Any, command: str) -> dict[str, float]:
+    """One command to a child (`main`), its answer (the line after `ANSWER`;
+    anything else a library prints to stdout is skipped)."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(command + "\n")
+    proc.stdin.flush()
+    for line in proc.stdout:
+        if line.startswith(ANSWER):
+            return json.loads(line[len(ANSWER):])
+    log.seek(0)
+    raise RuntimeError(f"bench.spark_parallel {proc.args[3]} exited ({proc.wait()}) during {command!r}: "
+                       f"{log.read()[-2000:]}")
+
+
+class _Reads:
+    """The reads one child times: a batch job and an availableNow stream into ``noop``."""
+
+    def __init__(self, spark: Any, url: str, selector: str, rows: int) -> None:
+        self.spark, self.url, self.selector, self.rows = spark, url, selector, rows
+        self.scratch = Path(tempfile.mkdtemp(prefix="herald-bench-parallel-"))
+        self.n = 0
+
+    def batch(self) -> float:
+        df = self.spark.read.format("herald").option("broker", self.url).option("selector", self.selector).load()
+        start = time.perf_counter()
+        df.write.format("noop").mode("overwrite").save()
+        return self.rows / (time.perf_counter() - start)
+
+    def cores(self, fn: Callable[[], Any]) -> tuple[Any, float]:
+        """``fn()`` and the CPU cores this process tree (driver, JVM, Python workers)
+        used on average while it ran: what the scheduler gave the read."""
+        cpu, start = _tree_cpu_s(), time.perf_counter()
+        value = fn()
+        return value, (_tree_cpu_s() - cpu) / (time.perf_counter() - start)
+
+    def stream(self) -> dict[str, float]:
+        from bench.spark import stream_figures
+
+        self.n += 1
+        state = self.scratch / f"s{self.n}"
+        df = (self.spark.readStream.format("herald").option("broker", self.url).option("selector", self.selector)
               .option("stateLocation", str(state)).load())
-        query = (df.writeStream.format("noop").option("checkpointLocation", str(state / "query"))
-                 .trigger(availableNow=True))
-        return rows / _wall(lambda: query.start().awaitTermination())
+        return stream_figures(self.rows, df, state)
 
-    batch(), stream(-1)  # warm-up: workers and their imports
-    out: dict[str, list[float]] = {"batch_rows_per_s": [], "stream_rows_per_s": []}
-    for n in range(runs):
-        out["batch_rows_per_s"].append(batch())
-        out["stream_rows_per_s"].append(stream(n))
-    return out
+    def read(self) -> dict[str, float]:
+        figures, stream_cores = self.cores(self.stream)
+        batch, batch_cores = self.cores(self.batch)
+        return {"batch_rows_per_s": batch, "stream_rows_per_s": figures["rows_per_s"],
+                "stream_batch_rows_per_s": figures["batch_rows_per_s"], "batch_cores": batch_cores,
+                "stream_cores": stream_cores}
 
 
-def _wall(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+def _tree_cpu_s() -> float:
+    """CPU seconds (user + system) of this process and its descendants, from /proc: the
+    live ones', and through their parents' reaped-children times those that exited
+    (a stream's source runner, a Python worker that was not reused)."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        children.setdefault(int(fields[1]), []).append(int(name))
+        times[int(name)] = sum(int(v) for v in fields[11:15]) / TICKS  # own and reaped children's time
+    total, stack = 0.0, [os.getpid()]
+    while stack:
+        pid = stack.pop()
+        total += times.get(pid, 0.0)
+        stack += children.get(pid, [])
+    return total
 
 
 def main(argv: list[str]) -> None:
-    master, url, journal, rows, runs = argv
+    """A child: ``MASTER URL SELECTOR ROWS``; reads commands (``warm``, ``read``) from
+    stdin, answers each with one JSON line; stops at end of input."""
+    master, url, selector, rows = argv
     from bench.spark import spark_session
 
     spark = spark_session(master)
+    reads = _Reads(spark, url, selector, int(rows))
     try:
-        print(json.dumps(_reads(spark, url, journal, int(rows), int(runs))), flush=True)
+        for command in sys.stdin:
+            if command.strip() == "warm":
+                reads.batch(), reads.stream()
+                print(ANSWER + json.dumps({}), flush=True)
+            elif command.strip() == "read":
+                print(ANSWER + json.dumps(reads.read()), flush=True)
     finally:
         spark.stop()
+        shutil.rmtree(reads.scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
