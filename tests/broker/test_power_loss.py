@@ -24,7 +24,7 @@ from herald.testing import BrokerProcess, apply_specs, journal_spec
 
 pytestmark = pytest.mark.slow
 
-JOURNALS = ["power/a", "power/b"]
+JOURNALS = ["power/a", "power/b", "power/c", "power/d"]  # rounds of several groups: the commit log
 WRITERS = 4
 CYCLES = 5
 FRAGMENT_BYTES = 8 << 10  # small fragments: spools roll, persist and are deleted throughout

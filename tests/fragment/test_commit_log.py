@@ -4,7 +4,9 @@ over as well as once) before the spools recover [I-FRAG-2]."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import shutil
 from pathlib import Path
 
@@ -138,15 +140,26 @@ def test_a_full_segment_is_checkpointed_and_replaced(data_dir, monkeypatch):
     syncs: list[tuple[str, int]] = []
     log = CommitLog.open(root, lambda kind, n: syncs.append((kind, n)))
     opened.append(log)
-    (spool,) = _spools(root, 1)
+    spools = _spools(root, 2)
     for i in range(40):
-        write_round([GroupWrite(spool, [b"%03d" % i + b"." * 200 + b"\n"], LabelSet(), 1.0)])
+        write_round([GroupWrite(s, [b"%03d" % i + b"." * 200 + b"\n"], LabelSet(), 1.0) for s in spools])
     log._idle.wait(10)
     assert log._idle.is_set()
     segments = list((root / LOG_DIR).iterdir())
     assert len(segments) == 1  # the sealed ones were synced into their spools, then deleted
     assert ("fdatasync", 1) in syncs and len(syncs) > 40  # a sync per round, plus checkpoints
-    assert spool.content_length == 40 * 204
+    assert [s.content_length for s in spools] == [40 * 204] * 2
+
+
+def test_a_round_of_one_group_syncs_in_place(data_dir):
+    """One group: its two fdatasyncs run side by side (the log would be no cheaper)."""
+    root, opened = data_dir
+    _open(root, opened)
+    (spool,) = _spools(root, 1)
+    writes = [GroupWrite(spool, [b"alone\n"], LabelSet(), 1.0)]
+    assert logged_to(writes) is None and round_syncs(writes) == (2, 0)
+    write_round(writes)
+    assert b"alone" not in b"".join(p.read_bytes() for p in (root / LOG_DIR).iterdir())
 
 
 def test_a_power_cut_loses_no_round_logged_or_checkpointed(powercut, monkeypatch):
@@ -175,3 +188,41 @@ def test_a_power_cut_loses_no_round_logged_or_checkpointed(powercut, monkeypatch
     for spool in spools:
         (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
         assert found.path.read_bytes() == expected
+
+
+def test_a_round_whose_log_sync_fails_is_never_replayed(data_dir, monkeypatch):
+    """An I/O error on the log's fdatasync fails the round; its records are zeroed
+    and later rounds go to a new segment, so the restart replays the groups before
+    and after it, and never the failed one [I-APPEND-2]."""
+    root, opened = data_dir
+    # Sealed segments stay (no checkpoint syncs the spools), so all four rounds' fate
+    # is the replay's alone.
+    monkeypatch.setattr(commit_log_module, "checkpoint", lambda *args: None)
+    log = _open(root, opened)
+    spools = _spools(root, 2)
+    write_round([GroupWrite(s, [b"one\n"], LabelSet(), 1.0) for s in spools])
+    marks = [s.mark() for s in spools]
+    real_fdatasync = os.fdatasync
+
+    def failing_once(fd: int) -> None:
+        if fd == log._fd:
+            monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+            raise OSError(errno.EIO, "injected I/O error")
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", failing_once)
+    failed = write_round([GroupWrite(s, [b"lost\n"], LabelSet(), 1.0) for s in spools])
+    assert all(isinstance(outcome, OSError) for outcome in failed)
+    for spool, mark in zip(spools, marks):
+        spool.rollback(mark)  # as the append task does
+    write_round([GroupWrite(s, [b"two\n"], LabelSet(), 1.0) for s in spools])
+    segments = sorted((root / LOG_DIR).iterdir())
+    assert len(segments) == 2  # the failed round's segment, then the next
+    assert not [r for p in segments for r in decode_records(p.read_bytes()) if b"lost" in r.data]
+    for spool in spools:
+        _forget_unsynced(spool)
+    log.close()
+    assert _open(root, opened).replayed == 4
+    for spool in spools:
+        (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+        assert found.path.read_bytes() == b"one\ntwo\n"

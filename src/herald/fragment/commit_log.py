@@ -6,7 +6,9 @@ fdatasyncs per journal per round (the spool and its ``.commits`` file); 32
 journals' worth cost 2.2 ms against 0.12 ms for one file's write+fdatasync. Here a
 round appends one record per group to one file, ``<data-dir>/commitlog/<seq>.log``,
 and fdatasyncs only that file; the spools and commits files are written (page
-cache) but not synced per round.
+cache) but not synced per round. Rounds of a single group keep their two
+concurrent in-place fdatasyncs (`herald.fragment.rounds`): one log fdatasync with
+the spool left dirty measured no cheaper.
 
 A record names the spool (its directory under the data dir and its begin offset),
 where the group's bytes go in the spool file, the commit line and where it goes in
@@ -126,6 +128,7 @@ class CommitLog:
         self._idle.set()
         self._checkpoints: threading.Thread | None = None
         self.replayed = 0
+        self._broken: OSError | None = None  # see _forget
 
     @classmethod
     def open(cls, data_dir: Path, count_syncs: Callable[[str, int], object] = lambda kind, n: None) -> CommitLog:
@@ -171,6 +174,8 @@ class CommitLog:
         directories they write, synced by the next checkpoint. On OSError nothing of
         the round counts: its records are zeroed (best effort) and later rounds go to
         a new segment, so replay never reads past them into a later round's records."""
+        if self._broken is not None:
+            raise self._broken
         if self._fd < 0:  # closed (the broker is stopping) while the round was on its way
             raise OSError(errno.EBADF, "the commit log is closed")
         buffers = [part for parts in frames for part in parts]
@@ -182,9 +187,7 @@ class CommitLog:
             _pwrite_all(self._fd, buffers, at)
             os.fdatasync(self._fd)
         except OSError:
-            with contextlib.suppress(OSError):
-                os.pwrite(self._fd, bytes(size), at)
-            self._rotate()
+            self._forget(at, size)
             raise
         finally:
             self.count_syncs("fdatasync", 1)
@@ -192,6 +195,20 @@ class CommitLog:
         self._dirty.update(directories)
         if self._pos >= SEGMENT_BYTES and self._idle.is_set():
             self._rotate()
+
+    def _forget(self, at: int, size: int) -> None:
+        """Zero a failed round's records, durably, and go on in a new segment (replay
+        stops at the zeros). A replay must never bring back a group that failed
+        [I-APPEND-2]: its place may be written again by a later group synced in
+        its spool (`herald.fragment.rounds` logs only rounds of several groups).
+        If even that fails, the log refuses every later round until a restart."""
+        try:
+            _pwrite_all(self._fd, [bytes(size)], at)
+            os.fdatasync(self._fd)
+            self._rotate()
+        except OSError as err:
+            log.error("commit log cannot forget a failed round; refusing appends until restart: %s", err)
+            self._broken = err
 
     # -- segments --------------------------------------------------------------------
 
@@ -254,17 +271,23 @@ def checkpoint(data_dir: Path, segment: Path, directories: set[Path],
     device = os.stat(log_dir).st_dev
     existing = [d for d in directories if d.exists()]
     if syncs_whole_file_system(log_dir) and all(os.stat(d).st_dev == device for d in existing):
-        fd = os.open(log_dir, os.O_RDONLY)
-        try:
-            syncfs(fd)
-        finally:
-            os.close(fd)
+        syncfs_of(log_dir)
         count_syncs("syncfs", 1)
     else:
         for directory in existing:
             count_syncs("fdatasync", _fsync_files(directory))
     segment.unlink(missing_ok=True)
     fsync_directory(log_dir)
+
+
+def syncfs_of(directory: Path) -> None:
+    """One ``syncfs`` of the file system holding ``directory`` (see
+    `herald.fragment.syncfs` for where that is trusted); raises OSError."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        syncfs(fd)
+    finally:
+        os.close(fd)
 
 
 def _fsync_files(directory: Path) -> int:
