@@ -226,3 +226,41 @@ def test_a_round_whose_log_sync_fails_is_never_replayed(data_dir, monkeypatch):
     for spool in spools:
         (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
         assert found.path.read_bytes() == b"one\ntwo\n"
+
+
+def test_a_logged_round_whose_large_group_fails_its_data_sync_is_taken_back(data_dir, monkeypatch):
+    """A large group's bytes are synced in its spool beside the log's sync, after its
+    record (its commit line) is logged. If that sync fails, the whole round fails and
+    its records are zeroed: the failed group's place is written again by the next
+    group, and a replayed line over that group's would cut an acknowledged append
+    off at recovery [I-FRAG-2]."""
+    root, opened = data_dir
+    monkeypatch.setattr(commit_log_module, "checkpoint", lambda *args: None)
+    log = _open(root, opened)
+    spools = _spools(root, 2)
+    write_round([GroupWrite(s, [b"one\n"], LabelSet(), 1.0) for s in spools])
+    marks = [s.mark() for s in spools]
+    real_fdatasync = os.fdatasync
+
+    def failing_once(fd: int) -> None:
+        if fd == spools[0]._fd:
+            monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+            raise OSError(errno.EIO, "injected I/O error")
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", failing_once)
+    failed = write_round([GroupWrite(spools[0], [b"L" * INLINE_BYTES], LabelSet(), 1.0),
+                          GroupWrite(spools[1], [b"lost\n"], LabelSet(), 1.0)])
+    assert all(isinstance(outcome, OSError) for outcome in failed)
+    for spool, mark in zip(spools, marks):
+        spool.rollback(mark)  # as the append task does
+    for spool in spools:  # a round of one group: synced in place, over the failed group's place
+        assert write_round([GroupWrite(spool, [b"two\n"], LabelSet(), 1.0)]) == [
+            [hashlib.sha1(b"two\n").hexdigest()]]
+        spool.close()
+    log.close()
+    _open(root, opened)
+    for spool in spools:
+        (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+        assert found.path.read_bytes()[:found.fragment.end] == b"one\ntwo\n"
+        assert found.fragment.end == len(b"one\ntwo\n")

@@ -168,12 +168,13 @@ class CommitLog:
             name = self._names[spool_directory] = str(spool_directory.relative_to(self.data_dir)).encode()
         return name
 
-    def append(self, frames: Sequence[list[bytes]], directories: Sequence[Path]) -> None:
+    def append(self, frames: Sequence[list[bytes]], directories: Sequence[Path]) -> tuple[int, int]:
         """Write a round's records and fdatasync the segment: once this returns, every
         group in ``frames`` is durable [I-APPEND-3]. ``directories``: the spool
         directories they write, synced by the next checkpoint. On OSError nothing of
         the round counts: its records are zeroed (best effort) and later rounds go to
-        a new segment, so replay never reads past them into a later round's records."""
+        a new segment, so replay never reads past them into a later round's records.
+        Returns the records' place (offset, size) for `forget`."""
         if self._broken is not None:
             raise self._broken
         if self._fd < 0:  # closed (the broker is stopping) while the round was on its way
@@ -195,6 +196,19 @@ class CommitLog:
         self._dirty.update(directories)
         if self._pos >= SEGMENT_BYTES and self._idle.is_set():
             self._rotate()
+        return at, size
+
+    def forget(self, at: int, size: int) -> None:
+        """Take back the round `append` logged at ``(at, size)``, durably, because a
+        group of it failed after all (its in-place data sync): as `_forget`. If that
+        append sealed the segment (it filled it), the records can no longer be zeroed
+        before a checkpoint might replay them, so the log refuses every later round
+        until a restart, as when zeroing fails."""
+        if at + size <= self._pos and self._fd >= 0:
+            self._forget(at, size)
+        else:  # this round's own append sealed the segment
+            self._broken = OSError(errno.EIO, "a logged round failed after its segment was sealed")
+            log.error("commit log: a logged round failed in a sealed segment; refusing appends until restart")
 
     def _forget(self, at: int, size: int) -> None:
         """Zero a failed round's records, durably, and go on in a new segment (replay

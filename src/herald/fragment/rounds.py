@@ -100,13 +100,30 @@ def _write_then_log(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None
     for write in writes:
         write.step(functools.partial(write.write_record, sync_here=False, sync_later=False))
     written = [write for write in writes if write.error is None]
-    if written:
-        try:
-            commit_log.append([write.log_frame(commit_log) for write in written],
-                              [write.spool.directory for write in written])
-        except OSError as err:
-            for write in written:
-                write.error = err
+    if not written:
+        return
+    try:
+        place = commit_log.append([write.log_frame(commit_log) for write in written],
+                                  [write.spool.directory for write in written])
+        failed = _in_place_sync_failure(written)
+        if failed is not None:  # its logged line must never be replayed over a later group's
+            commit_log.forget(*place)
+            raise failed
+    except OSError as err:
+        for write in written:
+            write.error = err
+
+
+def _in_place_sync_failure(writes: Sequence[GroupWrite]) -> OSError | None:
+    """Wait for the in-place data syncs of a logged round's large groups; the first
+    that failed, if any. Such a group's record (its line) is already in the log, and
+    a failed group's place is written again by the next: a replay of the record
+    would put its line over a later, acknowledged one's [I-FRAG-2]."""
+    for write in writes:
+        for sync in write._syncs:
+            if (err := sync.exception()) is not None:
+                return err
+    return None
 
 
 def _write_then_syncfs(writes: Sequence[GroupWrite]) -> None:
