@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable
 
 from herald.broker.metrics import METRICS
-from herald.fragment.rounds import GroupWrite, uses_syncfs, write_round
+from herald.fragment.rounds import GroupWrite, round_syncs, write_round
 from herald.protocol.errors import HeraldError
 
 __all__ = ["RoundThread", "SyncRounds", "commit_in_round"]
@@ -71,7 +71,7 @@ def _serve_rounds(jobs: queue.SimpleQueue[tuple | None]) -> None:
         writes, loop, done = job
         result: Outcomes | BaseException
         try:
-            result = write_round(writes)
+            result = _counted_round(writes)
         except BaseException as err:  # noqa: BLE001 - a bug: every waiter of the round hears of it
             result = err
         try:
@@ -79,6 +79,17 @@ def _serve_rounds(jobs: queue.SimpleQueue[tuple | None]) -> None:
         except RuntimeError:  # the loop closed meanwhile: nobody waits any more
             pass
         del job, writes, loop, done, result  # hold nothing of a finished round while idle
+
+
+def _counted_round(writes: list[GroupWrite]) -> Outcomes:
+    """`write_round`, its syncs counted in the broker's metrics (the commit log
+    counts its own)."""
+    fdatasyncs, syncfs = round_syncs(writes)
+    if fdatasyncs:
+        METRICS.fdatasyncs.inc(fdatasyncs)
+    if syncfs:
+        METRICS.syncfs.inc(syncfs)
+    return write_round(writes)
 
 
 class SyncRounds:
@@ -111,10 +122,6 @@ class SyncRounds:
         self.groups += len(batch)
         METRICS.sync_rounds.inc()
         writes = [write for write, _ in batch]
-        if uses_syncfs(writes):
-            METRICS.syncfs.inc()
-        else:
-            METRICS.fdatasyncs.inc(2 * len(batch))
         started = time.perf_counter()
         self._thread.run(writes, self._loop, functools.partial(self._end_round, batch, started))
 

@@ -1,0 +1,266 @@
+"""The broker-wide commit log: records frame and decode exactly, a torn tail is
+ignored, and replaying a log restores every logged group into its spool (twice
+over as well as once) before the spools recover [I-FRAG-2]."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from herald.fragment import commit_log as commit_log_module
+from herald.fragment.commit_log import INLINE_BYTES, LOG_DIR, CommitLog, LogRecord, decode_records, frame
+from herald.fragment.commit_log_replay import replay_segments
+from herald.fragment.fdpool import DescriptorPool
+from herald.fragment.rounds import GroupWrite, logged_to, round_syncs, write_round
+from herald.fragment.spool import Spool
+from herald.fragment.spool_recovery import recover_spools
+from herald.protocol.journal import CompressionCodec
+from herald.protocol.labels import LabelSet
+
+records = st.builds(
+    LogRecord, directory=st.text(max_size=40), begin=st.integers(0, 2**64 - 1),
+    data_at=st.integers(0, 2**64 - 1), line_at=st.integers(0, 2**64 - 1),
+    line=st.binary(max_size=200), data=st.binary(max_size=3000))
+
+
+def _framed(record: LogRecord) -> bytes:
+    parts = frame(record.directory.encode(), record.begin, record.data_at, record.line_at, record.line,
+                  [record.data[:7], record.data[7:]])
+    return b"".join(parts)
+
+
+@settings(deadline=None)  # a loaded machine is slow, not wrong
+@given(st.lists(records, max_size=8))
+def test_records_round_trip(logged):
+    assert list(decode_records(b"".join(map(_framed, logged)) + bytes(64))) == logged
+
+
+@settings(deadline=None)
+@given(st.lists(records, min_size=1, max_size=5), st.data())
+def test_a_torn_or_corrupt_tail_ends_the_intact_records(logged, data):
+    buffers = [_framed(r) for r in logged]
+    intact = data.draw(st.integers(0, len(logged) - 1))
+    torn = bytearray(buffers[intact])
+    if data.draw(st.booleans()):
+        torn = torn[:data.draw(st.integers(0, len(torn) - 1))]  # cut mid-write
+    else:
+        i = data.draw(st.integers(0, len(torn) - 1))
+        torn[i] ^= 1 << data.draw(st.integers(0, 7))  # a flipped bit anywhere
+    assert list(decode_records(b"".join(buffers[:intact]) + bytes(torn))) == logged[:intact]
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    opened: list[CommitLog] = []
+    yield tmp_path, opened
+    for log in opened:
+        log.close()
+
+
+def _open(data_dir: Path, opened: list[CommitLog]) -> CommitLog:
+    log = CommitLog.open(data_dir)
+    opened.append(log)
+    return log
+
+
+def _spools(data_dir: Path, n: int) -> list[Spool]:
+    pool = DescriptorPool(budget_fds=64)
+    return [Spool(data_dir / "spools" / f"j{i}", f"j{i}", 0, CompressionCodec.NONE, LabelSet(), pool=pool)
+            for i in range(n)]
+
+
+def _forget_unsynced(spool: Spool) -> None:
+    """What a power cut does to a spool whose rounds only the log synced: its bytes
+    and commit lines never reached the disk."""
+    spool.close()
+    spool.path.write_bytes(b"")
+    spool.commits_path.write_bytes(b"")
+
+
+def test_replay_restores_every_logged_group(data_dir):
+    root, opened = data_dir
+    log = _open(root, opened)
+    spools = _spools(root, 4)
+    big = b"B" * INLINE_BYTES
+    groups = [[b"one\n"], [b"two\n", b"three\n"], [big], [b"four\n"]]
+    for group in groups:
+        assert logged_to([GroupWrite(s, group, LabelSet(), 1.0) for s in spools]) is log
+        writes = [GroupWrite(s, group, LabelSet(), 1.0) for s in spools]
+        assert round_syncs(writes) == ((len(spools), 0) if group == [big] else (0, 0))
+        outcomes = write_round(writes)
+        assert outcomes == [[hashlib.sha1(b).hexdigest() for b in group]] * len(spools)
+    expected = b"".join(b"".join(g) for g in groups)
+    inline = sum(len(b"".join(g)) for g in groups if g != [big])
+    logged = b"".join(p.read_bytes() for p in (root / LOG_DIR).iterdir())
+    assert len(logged) > inline * len(spools)  # the small groups' bytes are in the log…
+    assert big[:4096] not in logged  # …a large one's are not (synced in the spool itself)
+    for spool in spools:
+        _forget_unsynced(spool)
+        spool.path.write_bytes(bytes(len(b"one\ntwo\nthree\n")) + big)  # as the data sync left it
+    log.close()
+    copy = root.parent / "segments"
+    shutil.copytree(root / LOG_DIR, copy)
+    _open(root, opened)  # replays, then the spools recover
+    assert list((root / LOG_DIR).iterdir()) == [] or all(
+        p.name not in {c.name for c in copy.iterdir()} for p in (root / LOG_DIR).iterdir())  # replayed: gone
+    for spool in spools:
+        (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+        assert found.path.read_bytes() == expected
+        assert found.fragment.end == len(expected)
+    # Replay again (a crash during the first): the same bytes at the same places.
+    assert replay_segments(root, sorted(copy.iterdir())) == len(groups) * len(spools)
+    for spool in spools:
+        (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+        assert found.path.read_bytes() == expected
+
+
+def test_records_of_persisted_spools_are_skipped(data_dir):
+    root, opened = data_dir
+    log = _open(root, opened)
+    kept, persisted = _spools(root, 2)
+    write_round([GroupWrite(s, [b"x\n"], LabelSet(), 1.0) for s in (kept, persisted)])
+    persisted.remove_files()
+    _forget_unsynced(kept)
+    log.close()
+    assert _open(root, opened).replayed == 1
+    assert kept.path.read_bytes() == b"x\n"
+    assert not persisted.path.exists()
+
+
+def test_a_full_segment_is_checkpointed_and_replaced(data_dir, monkeypatch):
+    root, opened = data_dir
+    monkeypatch.setattr(commit_log_module, "SEGMENT_BYTES", 4096)
+    syncs: list[tuple[str, int]] = []
+    log = CommitLog.open(root, lambda kind, n: syncs.append((kind, n)))
+    opened.append(log)
+    spools = _spools(root, 2)
+    for i in range(40):
+        write_round([GroupWrite(s, [b"%03d" % i + b"." * 200 + b"\n"], LabelSet(), 1.0) for s in spools])
+    log._idle.wait(10)
+    assert log._idle.is_set()
+    segments = list((root / LOG_DIR).iterdir())
+    assert len(segments) == 1  # the sealed ones were synced into their spools, then deleted
+    assert ("fdatasync", 1) in syncs and len(syncs) > 40  # a sync per round, plus checkpoints
+    assert [s.content_length for s in spools] == [40 * 204] * 2
+
+
+def test_a_round_of_one_group_syncs_in_place(data_dir):
+    """One group: its two fdatasyncs run side by side (the log would be no cheaper)."""
+    root, opened = data_dir
+    _open(root, opened)
+    (spool,) = _spools(root, 1)
+    writes = [GroupWrite(spool, [b"alone\n"], LabelSet(), 1.0)]
+    assert logged_to(writes) is None and round_syncs(writes) == (2, 0)
+    write_round(writes)
+    assert b"alone" not in b"".join(p.read_bytes() for p in (root / LOG_DIR).iterdir())
+
+
+def test_a_power_cut_loses_no_round_logged_or_checkpointed(powercut, monkeypatch):
+    """On a file system that drops what was never synced (`herald.testing.powercut`),
+    with segments small enough that most rounds were checkpointed and the last ones
+    only logged: every round's bytes are back after the cut and the replay."""
+    monkeypatch.setattr(commit_log_module, "SEGMENT_BYTES", 8192)
+    root = powercut.mount / "data"
+    log = CommitLog.open(root)
+    spools = _spools(root, 3)
+    expected = b""
+    for i in range(60):
+        group = [b"%03d " % i + b"y" * 300 + b"\n"]
+        assert write_round([GroupWrite(s, group, LabelSet(), 1.0) for s in spools]) == \
+            [[hashlib.sha1(group[0]).hexdigest()]] * len(spools)
+        expected += group[0]
+    for spool in spools:
+        spool.close()
+    log.close()  # waits for the checkpoints under way; syncs nothing more
+    report = powercut.cut()
+    assert report.unsynced_bytes, "the cut dropped nothing: this run proved nothing"
+    powercut.start()
+    reopened = CommitLog.open(root)
+    reopened.close()
+    assert 0 < reopened.replayed < 60 * len(spools)  # the checkpointed rounds need no replay
+    for spool in spools:
+        (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+        assert found.path.read_bytes() == expected
+
+
+def test_a_round_whose_log_sync_fails_is_never_replayed(data_dir, monkeypatch):
+    """An I/O error on the log's fdatasync fails the round; its records are zeroed
+    and later rounds go to a new segment, so the restart replays the groups before
+    and after it, and never the failed one [I-APPEND-2]."""
+    root, opened = data_dir
+    # Sealed segments stay (no checkpoint syncs the spools), so all four rounds' fate
+    # is the replay's alone.
+    monkeypatch.setattr(commit_log_module, "checkpoint", lambda *args: None)
+    log = _open(root, opened)
+    spools = _spools(root, 2)
+    write_round([GroupWrite(s, [b"one\n"], LabelSet(), 1.0) for s in spools])
+    marks = [s.mark() for s in spools]
+    real_fdatasync = os.fdatasync
+
+    def failing_once(fd: int) -> None:
+        if fd == log._fd:
+            monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+            raise OSError(errno.EIO, "injected I/O error")
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", failing_once)
+    failed = write_round([GroupWrite(s, [b"lost\n"], LabelSet(), 1.0) for s in spools])
+    assert all(isinstance(outcome, OSError) for outcome in failed)
+    for spool, mark in zip(spools, marks):
+        spool.rollback(mark)  # as the append task does
+    write_round([GroupWrite(s, [b"two\n"], LabelSet(), 1.0) for s in spools])
+    segments = sorted((root / LOG_DIR).iterdir())
+    assert len(segments) == 2  # the failed round's segment, then the next
+    assert not [r for p in segments for r in decode_records(p.read_bytes()) if b"lost" in r.data]
+    for spool in spools:
+        _forget_unsynced(spool)
+    log.close()
+    assert _open(root, opened).replayed == 4
+    for spool in spools:
+        (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+        assert found.path.read_bytes() == b"one\ntwo\n"
+
+
+def test_a_logged_round_whose_large_group_fails_its_data_sync_is_taken_back(data_dir, monkeypatch):
+    """A large group's bytes are synced in its spool beside the log's sync, after its
+    record (its commit line) is logged. If that sync fails, the whole round fails and
+    its records are zeroed: the failed group's place is written again by the next
+    group, and a replayed line over that group's would cut an acknowledged append
+    off at recovery [I-FRAG-2]."""
+    root, opened = data_dir
+    monkeypatch.setattr(commit_log_module, "checkpoint", lambda *args: None)
+    log = _open(root, opened)
+    spools = _spools(root, 2)
+    write_round([GroupWrite(s, [b"one\n"], LabelSet(), 1.0) for s in spools])
+    marks = [s.mark() for s in spools]
+    real_fdatasync = os.fdatasync
+
+    def failing_once(fd: int) -> None:
+        if fd == spools[0]._fd:
+            monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+            raise OSError(errno.EIO, "injected I/O error")
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", failing_once)
+    failed = write_round([GroupWrite(spools[0], [b"L" * INLINE_BYTES], LabelSet(), 1.0),
+                          GroupWrite(spools[1], [b"lost\n"], LabelSet(), 1.0)])
+    assert all(isinstance(outcome, OSError) for outcome in failed)
+    for spool, mark in zip(spools, marks):
+        spool.rollback(mark)  # as the append task does
+    for spool in spools:  # a round of one group: synced in place, over the failed group's place
+        assert write_round([GroupWrite(spool, [b"two\n"], LabelSet(), 1.0)]) == [
+            [hashlib.sha1(b"two\n").hexdigest()]]
+        spool.close()
+    log.close()
+    _open(root, opened)
+    for spool in spools:
+        (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+        assert found.path.read_bytes()[:found.fragment.end] == b"one\ntwo\n"
+        assert found.fragment.end == len(b"one\ntwo\n")
