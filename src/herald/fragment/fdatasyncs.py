@@ -6,7 +6,7 @@ another thread so that it runs beside the commit line's. A
 `RLock`), a work item and an idle-thread `Semaphore` per call — a dozen
 Python-level lock operations, each competing with the event loop for the GIL,
 for a call that then sleeps in the kernel. Here a job is a tuple on a C
-``SimpleQueue`` and its completion a C lock released once:
+``SimpleQueue`` (`herald.helper_threads`) and its completion a C lock released once:
 
     sync = SYNCS.fdatasync(fd)      # returns at once; the helper syncs ``fd``
     ...
@@ -20,8 +20,9 @@ idle on the queue. The caller keeps ``fd`` open until ``exception()`` returned.
 from __future__ import annotations
 
 import os
-import queue
 import threading
+
+from herald.helper_threads import HelperThreads
 
 __all__ = ["MAX_THREADS", "SYNCS", "PendingSync", "SyncHelpers"]
 
@@ -49,40 +50,27 @@ class PendingSync:
         self._done.release()
 
 
-class SyncHelpers:
+class SyncHelpers(HelperThreads[tuple[int, PendingSync]]):
     """Helper threads running fdatasyncs (see the module doc). Thread-safe."""
 
     def __init__(self, max_threads: int = MAX_THREADS, name: str = "herald-fdatasync") -> None:
-        self._jobs: queue.SimpleQueue[tuple[int, PendingSync]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._threads = 0
-        self._outstanding = 0
-        self._max_threads = max_threads
-        self._name = name
+        super().__init__(max_threads, name)
 
     def fdatasync(self, fd: int) -> PendingSync:
         """Start ``os.fdatasync(fd)`` on a helper thread."""
         sync = PendingSync()
-        with self._lock:
-            self._outstanding += 1
-            if self._outstanding > self._threads and self._threads < self._max_threads:
-                self._threads += 1
-                threading.Thread(target=self._serve, name=f"{self._name}_{self._threads}", daemon=True).start()
-        self._jobs.put((fd, sync))
+        self._submit((fd, sync))
         return sync
 
-    def _serve(self) -> None:
-        while True:
-            fd, sync = self._jobs.get()
-            error: OSError | None = None
-            try:
-                os.fdatasync(fd)
-            except OSError as err:
-                error = err
-            with self._lock:
-                self._outstanding -= 1
-            sync._finish(error)
-            del fd, sync, error
+    def _run(self, job: tuple[int, PendingSync]) -> OSError | None:
+        try:
+            os.fdatasync(job[0])
+        except OSError as err:
+            return err
+        return None
+
+    def _finish(self, job: tuple[int, PendingSync], outcome: object) -> None:
+        job[1]._finish(outcome)  # type: ignore[arg-type]
 
 
 SYNCS = SyncHelpers()
