@@ -24,9 +24,9 @@ built on it; ``cli`` is the ``herald`` command.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from herald.lazy import lazy_exports
 from herald.lean_httpx import install as _lean_httpx
 
 _lean_httpx()  # before any Herald module imports httpx: no click/rich/pygments in Spark workers
@@ -113,15 +113,4 @@ if TYPE_CHECKING:
         ValidationError,
     )
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'herald' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

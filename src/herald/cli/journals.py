@@ -31,7 +31,7 @@ from herald.cli.options import BROKER, LOG_LEVEL, OUTPUT, broker_client, command
 from herald.cli.output import OutputFormat, humanize_age, humanize_bytes, print_doc, print_table, progress, table_header
 from herald.cli.reading import Offsets, matched, read_committed_journals, read_journals
 from herald.client import AppendService, BrokerClient, FragmentInfo, JournalInfo, WatchedList
-from herald.client.retry import retry_transient
+from herald.client.transient import retry_transient
 from herald.keyspace.base import BLIND, Change
 from herald.message.mapping import NoJournalsError, mapping_by_name
 from herald.protocol.errors import HeraldError, Status, ValidationError

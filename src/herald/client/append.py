@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from herald.client.broker import BrokerClient
 from herald.client.models import AppendResult
-from herald.client.retry import retry_transient
+from herald.client.transient import retry_transient
 from herald.protocol.errors import HeraldError, Status
 
 __all__ = ["AppendService", "AppendSlot"]

@@ -20,7 +20,7 @@ import orjson
 from herald.client import _protocol as ops
 from herald.client.broker import BrokerClient, _build
 from herald.client.models import JournalInfo
-from herald.client.retry import Backoff, is_transient
+from herald.client.transient import Backoff, is_transient
 from herald.protocol.errors import HeraldError
 from herald.protocol.labels import LabelSelector
 

@@ -25,7 +25,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from herald.client import BrokerClient
-from herald.client.retry import retry_transient
+from herald.client.transient import retry_transient
 from herald.message.framing import content_type_of
 from herald.protocol.errors import HeraldError, Status
 from herald.spark.reading import Piece

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from herald.client import BrokerClient, FragmentInfo, RetryReader, read_fragment, slice_chunks
-from herald.client.retry import Backoff
+from herald.client.transient import Backoff
 from herald.message import Checkpoint, Envelope, Frame, Framing, FramingError, Replay, Sequencer
 from herald.message.columnar import Columns, scan_ndjson
 from herald.message.decode_errors import DecodeErrors

@@ -43,7 +43,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from herald.client import AppendService, BrokerClient, Publisher
-from herald.client.retry import retry_transient
+from herald.client.transient import retry_transient
 from herald.message import (
     ACK_TXN,
     AckIntent,

@@ -1,0 +1,65 @@
+"""Every Spark query starts fresh Python processes (the source runner, the sink's
+commit runner, the workers) and each imports Herald: what they import must be
+what they use. Each check runs in a fresh interpreter and reads ``sys.modules``
+(issue 15; docs/spark.md, "what a stream query pays outside its batches")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+#: Never needed to plan, read or commit a Spark stream: read offload loads the
+#: fragment stores on a fragment's first read, the rest belongs to the broker and CLI.
+NOT_IN_SPARK_PROCESSES = ("herald.fragment", "fsspec", "crc32c", "zstandard", "asyncio", "herald.broker",
+                          "herald.cli", "typer", "rich", "click", "pygments", "prometheus_client",
+                          "hypothesis", "yaml")
+
+
+def _modules_after(statement: str) -> set[str]:
+    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    return set(json.loads(out.stdout))
+
+
+def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if m in names or m.startswith(tuple(f"{n}." for n in names)))
+
+
+@pytest.mark.parametrize("module", ["herald.spark.source", "herald.spark.sink", "herald.spark.reading"])
+def test_spark_process_modules_import_no_stores_broker_or_cli(module):
+    loaded = _loaded(_modules_after(f"import {module}"), NOT_IN_SPARK_PROCESSES)
+    assert not loaded, f"{module} imports {loaded}"
+
+
+def test_the_broker_client_alone_imports_no_publisher_sequencer_or_stores():
+    modules = _modules_after("from herald.client import BrokerClient")
+    assert not _loaded(modules, ("numpy", "herald.message", "herald.client.publisher", "herald.client.retry")
+                       + NOT_IN_SPARK_PROCESSES)
+
+
+def test_package_imports_load_nothing_until_a_name_is_used():
+    modules = _modules_after("import herald, herald.client")
+    assert not _loaded(modules, ("httpx._client", "numpy", "herald.message", "herald.client.broker"))
+
+
+@pytest.mark.parametrize("package", ["herald", "herald.client"])
+def test_every_public_name_resolves(package):
+    code = (f"import json, {package} as p\n"
+            f"exec('from {package} import ' + ', '.join(p.__all__))\n"
+            "assert sorted(dir(p)) == sorted(p.__all__)\n"
+            "print(json.dumps({n: getattr(p, n).__module__ for n in p.__all__ if n != '__version__'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    defined_in = json.loads(out.stdout)
+    assert defined_in and all(m.startswith("herald.") for m in defined_in.values())
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    import herald.client
+
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        herald.client.NoSuchName  # noqa: B018 - the lookup is the test
