@@ -97,3 +97,11 @@ def test_the_columns_equal_from_json_in_spark(spark, broker, client, tmp_path):
     run_stream(spark, broker, "app=fields-stream", tmp_path / "ck", tmp_path / "out", jsonFields="messageId")
     streamed = stream_rows(spark, tmp_path / "out")
     assert sorted(r.json_messageId for r in streamed) == sorted(f"m-{i}" for i in range(10))
+
+
+@pytest.mark.parametrize("field, value", [("key", "a,b"), ("time_field", "t`s")])
+def test_the_dedupe_refuses_a_field_name_json_fields_cannot_carry(field, value):
+    from herald.pipelines.dedupe import DedupeSettings
+
+    with pytest.raises(ValidationError, match=f"{field}.*comma or backtick"):
+        DedupeSettings(broker="http://localhost:1", input="", output="", checkpoint="/tmp/x", **{field: value})

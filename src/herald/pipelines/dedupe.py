@@ -93,6 +93,9 @@ class DedupeSettings:
             raise ValidationError("mapping", f"must be one of {', '.join(MAPPINGS)} ({self.mapping!r})")
         if not self.key:
             raise ValidationError("key", "must name the JSON field holding the message id")
+        for name, value in (("key", self.key), ("time_field", self.time_field)):
+            if "," in value or "`" in value:  # The source's jsonFields option lists them.
+                raise ValidationError(name, f"a field name with a comma or backtick is not supported ({value!r})")
         validate_trigger(self.trigger)
 
     @property
