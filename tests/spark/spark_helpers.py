@@ -57,7 +57,7 @@ def run_stream(spark, broker, selector: str, ck, out, max_bytes: int = 0, **opti
         reader = reader.option(k, str(v))
 
     def sink(df, batch_id):
-        columns = [c for c in ("journal", "begin", "end", "uuid", "value", "key") if c in df.columns]
+        columns = [c for c in df.columns if c in ("journal", "begin", "end", "uuid", "value", "key") or c.startswith("json_")]
         df.select(*columns).write.mode("overwrite").parquet(f"{out}/{batch_id:05d}")
 
     query = (reader.load().writeStream.foreachBatch(sink).option("checkpointLocation", str(ck))

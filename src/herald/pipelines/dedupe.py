@@ -93,6 +93,9 @@ class DedupeSettings:
             raise ValidationError("mapping", f"must be one of {', '.join(MAPPINGS)} ({self.mapping!r})")
         if not self.key:
             raise ValidationError("key", "must name the JSON field holding the message id")
+        for name, value in (("key", self.key), ("time_field", self.time_field)):
+            if "," in value or "`" in value:  # The source's jsonFields option lists them.
+                raise ValidationError(name, f"a field name with a comma or backtick is not supported ({value!r})")
         validate_trigger(self.trigger)
 
     @property
@@ -131,25 +134,28 @@ def parse_window(text: str, field: str = "window") -> float:
 def dedupe_frame(spark: Any, s: DedupeSettings) -> Any:
     """The streaming DataFrame of survivors: ``key``, ``value`` (the input JSON)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType, StructField, StructType
 
     import herald.spark
+    from herald.spark.fields import COLUMN_PREFIX
 
     herald.spark.register(spark)
     spark.dataSource.register(ControlSource)
-    fields = [StructField(s.key, StringType())]
-    if s.time_field and s.time_field != s.key:
-        fields.append(StructField(s.time_field, StringType()))
+    fields = [s.key] + ([s.time_field] if s.time_field and s.time_field != s.key else [])
+    # The key and time fields come parsed by the source's Python worker (option
+    # jsonFields: from_json's values, without a second JSON parse in the JVM).
     src = (spark.readStream.format("herald").option("broker", s.broker).option("selector", s.input)
-           .option("stateLocation", str(Path(s.checkpoint) / "source"))
+           .option("stateLocation", str(Path(s.checkpoint) / "source")).option("jsonFields", ",".join(fields))
            .option("maxBytesPerTrigger", str(s.max_bytes_per_trigger)).load())
-    doc = F.from_json(F.col("value").cast("string"), StructType(fields))
+
+    def field(name: str) -> Any:
+        return F.col(f"`{COLUMN_PREFIX}{name}`")
+
     # A message without a key can't be a duplicate: key it by its position.
-    key = F.coalesce(doc[s.key], F.concat(F.col("journal"), F.lit(":"), F.col("begin").cast("string")))
+    key = F.coalesce(field(s.key), F.concat(F.col("journal"), F.lit(":"), F.col("begin").cast("string")))
     arrival_ms = F.unix_millis(F.col("timestamp"))
     basis = arrival_ms
     if s.time_field:
-        basis = F.coalesce(F.unix_millis(F.to_timestamp(doc[s.time_field])), arrival_ms)
+        basis = F.coalesce(F.unix_millis(F.to_timestamp(field(s.time_field))), arrival_ms)
     now = F.unix_millis(F.current_timestamp())
     t_ms = F.least(F.greatest(basis, now - s.band_ms + 1), now) if s.skew_guard else basis
     if s.max_keys:  # The size bound's boost, re-read by every batch (control.py).

@@ -12,10 +12,12 @@ key (the read never fails for a key).
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 import orjson
 import pyarrow as pa
+
+from herald.spark.fields import fields_schema, parse_json_fields, with_fields
 
 __all__ = ["KEY_COLUMN", "key_of", "schema_with_key", "with_keys"]
 
@@ -23,13 +25,21 @@ KEY_COLUMN = "key string"
 
 
 def schema_with_key(schema: str, options: Mapping[str, str]) -> str:
-    """The read schema: with a trailing ``key`` column when ``keyField`` is set."""
+    """The read schema: with a trailing ``key`` column when ``keyField`` is set,
+    then a ``json_<field>`` column per ``jsonFields`` name (`herald.spark.fields`)."""
     key_field = next((v for k, v in options.items() if k.lower() == "keyfield"), "")
-    return f"{schema}, {KEY_COLUMN}" if key_field else schema
+    fields = fields_schema(parse_json_fields(next((v for k, v in options.items() if k.lower() == "jsonfields"), "")))
+    return ", ".join(part for part in (schema, KEY_COLUMN if key_field else "", fields) if part)
 
 
-def with_keys(batches: Iterator[pa.RecordBatch], key_field: str) -> Iterator[pa.RecordBatch]:
-    """``batches`` with a ``key`` column appended (unchanged without ``keyField``)."""
+def with_keys(batches: Iterator[pa.RecordBatch], key_field: str,
+              json_fields: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
+    """``batches`` with a ``key`` column appended (unchanged without ``keyField``),
+    then the ``jsonFields`` columns (`herald.spark.fields.with_fields`)."""
+    yield from with_fields(_keyed(batches, key_field), json_fields)
+
+
+def _keyed(batches: Iterator[pa.RecordBatch], key_field: str) -> Iterator[pa.RecordBatch]:
     if not key_field:
         yield from batches
         return

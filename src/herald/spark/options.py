@@ -24,6 +24,7 @@ from herald.message import MAPPINGS
 from herald.message.decode_errors import DecodeErrors, OnDecodeError
 from herald.protocol.errors import ValidationError
 from herald.protocol.labels import LabelSelector
+from herald.spark.fields import parse_json_fields
 
 __all__ = ["KNOWN_OPTIONS", "HeraldOptions"]
 
@@ -34,7 +35,7 @@ _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 #: itself passes; Herald ignores them.
 KNOWN_OPTIONS = (
     "appendBytes", "authToken", "broker", "caFile", "certFile", "checkpointLocation", "committed",
-    "endingOffsets", "failOnDataLoss", "fenceRegister", "includeAcks", "keyField", "keyFile", "mapping",
+    "endingOffsets", "failOnDataLoss", "fenceRegister", "includeAcks", "jsonFields", "keyField", "keyFile", "mapping",
     "maxBytesPerTrigger", "maxPartitionBytes", "maxRowsPerTrigger", "minPartitions", "onDecodeError", "path",
     "queryName", "ringSize", "selector", "splitBytes", "startingOffsets", "stateLocation", "trustedCAFile", "uuidField",
 )
@@ -150,6 +151,7 @@ class HeraldOptions:
     max_bytes_per_trigger: int = 0
     max_rows_per_trigger: int = 0
     key_field: str = ""
+    json_fields: tuple[str, ...] = ()
     state_location: str = ""
     mapping: str = "modulo"
     include_acks: bool = False
@@ -189,6 +191,7 @@ class HeraldOptions:
             max_bytes_per_trigger=_int(options, "maxBytesPerTrigger", 0),
             max_rows_per_trigger=_int(options, "maxRowsPerTrigger", 0),
             key_field=_get(options, "keyField", "") or "",
+            json_fields=parse_json_fields(_get(options, "jsonFields")),
             state_location=_state_location(options),
             mapping=mapping,
             include_acks=_bool(options, "includeAcks", False),

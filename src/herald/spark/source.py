@@ -172,7 +172,8 @@ class BatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: decode the partition's pieces into Arrow batches (with keys: `herald.spark.keys`)."""
         freeze_imports()
-        yield from with_keys(self._read_part(partition.value), partition.value.opts.key_field)
+        opts = partition.value.opts
+        yield from with_keys(self._read_part(partition.value), opts.key_field, opts.json_fields)
 
     def _read_part(self, part: BatchPart) -> Iterator[pa.RecordBatch]:
         if not part.pieces:
@@ -330,7 +331,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         to its sequencer snapshot."""
         freeze_imports()
         for part in partition.value:
-            yield from with_keys(read_slice(part), part.opts.key_field)
+            yield from with_keys(read_slice(part), part.opts.key_field, part.opts.json_fields)
 
     def commit(self, end: dict) -> None:
         """Driver (lags one batch): snapshots below a committed end are not needed
