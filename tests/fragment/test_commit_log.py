@@ -195,22 +195,8 @@ def test_a_round_whose_log_sync_fails_is_never_replayed(data_dir, monkeypatch):
     and later rounds go to a new segment, so the restart replays the groups before
     and after it, and never the failed one [I-APPEND-2]."""
     root, opened = data_dir
-    # Sealed segments stay (no checkpoint syncs the spools), so all four rounds' fate
-    # is the replay's alone.
-    monkeypatch.setattr(commit_log_module, "checkpoint", lambda *args: None)
-    log = _open(root, opened)
-    spools = _spools(root, 2)
-    write_round([GroupWrite(s, [b"one\n"], LabelSet(), 1.0) for s in spools])
-    marks = [s.mark() for s in spools]
-    real_fdatasync = os.fdatasync
-
-    def failing_once(fd: int) -> None:
-        if fd == log._fd:
-            monkeypatch.setattr(os, "fdatasync", real_fdatasync)
-            raise OSError(errno.EIO, "injected I/O error")
-        real_fdatasync(fd)
-
-    monkeypatch.setattr(os, "fdatasync", failing_once)
+    log, spools, marks = _one_logged_round(data_dir, monkeypatch)
+    _fail_one_fdatasync(monkeypatch, lambda: log._fd)
     failed = write_round([GroupWrite(s, [b"lost\n"], LabelSet(), 1.0) for s in spools])
     assert all(isinstance(outcome, OSError) for outcome in failed)
     for spool, mark in zip(spools, marks):
@@ -235,20 +221,8 @@ def test_a_logged_round_whose_large_group_fails_its_data_sync_is_taken_back(data
     group, and a replayed line over that group's would cut an acknowledged append
     off at recovery [I-FRAG-2]."""
     root, opened = data_dir
-    monkeypatch.setattr(commit_log_module, "checkpoint", lambda *args: None)
-    log = _open(root, opened)
-    spools = _spools(root, 2)
-    write_round([GroupWrite(s, [b"one\n"], LabelSet(), 1.0) for s in spools])
-    marks = [s.mark() for s in spools]
-    real_fdatasync = os.fdatasync
-
-    def failing_once(fd: int) -> None:
-        if fd == spools[0]._fd:
-            monkeypatch.setattr(os, "fdatasync", real_fdatasync)
-            raise OSError(errno.EIO, "injected I/O error")
-        real_fdatasync(fd)
-
-    monkeypatch.setattr(os, "fdatasync", failing_once)
+    log, spools, marks = _one_logged_round(data_dir, monkeypatch)
+    _fail_one_fdatasync(monkeypatch, lambda: spools[0]._fd)
     failed = write_round([GroupWrite(spools[0], [b"L" * INLINE_BYTES], LabelSet(), 1.0),
                           GroupWrite(spools[1], [b"lost\n"], LabelSet(), 1.0)])
     assert all(isinstance(outcome, OSError) for outcome in failed)
@@ -264,3 +238,29 @@ def test_a_logged_round_whose_large_group_fails_its_data_sync_is_taken_back(data
         (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
         assert found.path.read_bytes()[:found.fragment.end] == b"one\ntwo\n"
         assert found.fragment.end == len(b"one\ntwo\n")
+
+
+def _fail_one_fdatasync(monkeypatch, fd_of) -> None:
+    """The next fdatasync of the descriptor ``fd_of()`` names (looked up when the
+    sync comes: descriptors open lazily) fails with EIO, as a failing disk's would."""
+    real_fdatasync = os.fdatasync
+
+    def failing_once(fd: int) -> None:
+        if fd == fd_of():
+            monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+            raise OSError(errno.EIO, "injected I/O error")
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", failing_once)
+
+
+def _one_logged_round(data_dir, monkeypatch) -> tuple[CommitLog, list[Spool], list]:
+    """A log, two spools with ``one\\n`` logged in each, and their marks after it.
+    Sealed segments stay (no checkpoint syncs the spools), so what a test's later
+    rounds leave is the replay's alone."""
+    root, opened = data_dir
+    monkeypatch.setattr(commit_log_module, "checkpoint", lambda *args: None)
+    log = _open(root, opened)
+    spools = _spools(root, 2)
+    write_round([GroupWrite(s, [b"one\n"], LabelSet(), 1.0) for s in spools])
+    return log, spools, [s.mark() for s in spools]
