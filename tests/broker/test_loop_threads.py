@@ -45,7 +45,7 @@ def test_all_answers_in_order_or_the_first_failure_or_the_timeout():
         one, two = loop.create_future(), loop.create_future()
         every = all_answers([one, two], 10.0, _timeout)
         two.set_result("b")
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # wait-ok: one loop turn so done-callbacks run; no clock involved
         assert not every.done()  # waits for every peer
         one.set_result("a")
         assert await every == ["a", "b"]  # in the peers' order, not the answers'
@@ -56,7 +56,7 @@ def test_all_answers_in_order_or_the_first_failure_or_the_timeout():
         with pytest.raises(HeraldError, match="peer two"):
             await failed  # at once: not after the other peer
         one.set_result("late")  # an answer after the failure changes nothing
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # wait-ok: one loop turn so done-callbacks run; no clock involved
 
         cancelled = all_answers([loop.create_future() for _ in range(2)], 10.0, _timeout)
         cancelled_answer = loop.create_future()
