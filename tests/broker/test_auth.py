@@ -20,9 +20,10 @@ import httpx
 import pytest
 
 from herald.auth import AuthKeys, Capability, Claims
+from herald.broker.peer_stream import frame_head
 from herald.client import BrokerClient, ClientSecurity, RetryReader
 from herald.protocol.errors import HeraldError, Status
-from herald.protocol.labels import LabelSelector, rewrite_prefix_selector
+from herald.protocol.labels import LabelSelector, LabelSet, rewrite_prefix_selector
 from herald.testing import BrokerProcess, journal_spec, journals_state
 
 KEY = base64.b64encode(b"k" * 32).decode()
@@ -82,15 +83,15 @@ def requests_for(journal: str) -> dict[str, tuple[int, str, str, dict]]:
         "members/list": (Capability.LIST, "POST", "/v1/members/list", {"json": {}}),
         "apply": (Capability.APPLY, "POST", "/v1/journals/apply", {"json": {"changes": [
             {"upsert": spec(journal), "expect_mod_revision": STALE_REVISION}]}}),
-        "replicate/append": (Capability.REPLICATE, "POST", "/v1/replicate/append", {
-            "params": {"journal": journal, "begin": "0", "fragment_begin": "0"}, "content": b"evil\n",
+        "replicate/stream": (Capability.REPLICATE, "POST", "/v1/replicate/stream", {
+            "params": {"journal": journal}, "content": frame_head(0, 0, 5, LabelSet()) + b"evil\n",
             "headers": {"X-Herald-Primary": "local#x"}}),
     }
 
 
 def expected_status(endpoint: str, method: str, needed: int, cap: int, sees: bool) -> int:
     """What the matrix expects: the capability is judged first, then the selector."""
-    if needed != cap or endpoint == "replicate/append":  # an embedded broker has no peers
+    if needed != cap or endpoint == "replicate/stream":  # an embedded broker has no peers
         return 403
     if endpoint == "apply":  # judged by the labels it writes, then refused as stale
         return 409 if sees else 403

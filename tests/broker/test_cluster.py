@@ -11,6 +11,7 @@ import pytest
 
 from herald import testing
 from herald.client import BrokerClient
+from herald.client.transient import Backoff
 from herald.testing import apply_specs, journal_spec
 from tests.broker.acked_writers import AckedWriters
 
@@ -130,9 +131,7 @@ def test_stopped_replica_never_lets_an_append_be_acknowledged_without_it(cluster
     print(f"figures: replica stopped {stopped_s:.1f}s, the primary logged {warnings} warnings "
           f"({warnings / stopped_s:.2f}/s), the append answered {resp.status_code}")
     assert warnings / stopped_s < 5, "".join(primary.stderr_lines[log_mark:][-20:])  # paced, not 600/s
-    deadline = time.monotonic() + 30
-    while (resp := httpx.put(f"{primary.url}/partition/journal", content=b"after\n", timeout=60)).status_code != 204:
-        assert time.monotonic() < deadline, "appends did not resume"
+    resp = _append_until_accepted(f"{primary.url}/partition/journal", b"after\n")  # appends resume
     # A blocking read up to the acknowledged end waits out any hole a roll-forward left
     # while the replica that got ahead persists its fragment.
     end = resp.headers["X-Commit-End"]
@@ -168,23 +167,44 @@ def test_restarted_replica_rejoins_and_serves_every_byte(cluster):
     resp = httpx.put(f"{urls[0]}/rejoin/journal", content=first, timeout=30)
     assert resp.status_code == 204, resp.text
     replica.kill()
-    replica.start()  # same data dir: it recovers its spool, re-announces, is re-assigned
-    wait_for_route(urls[0], "rejoin/journal", 3)
-    while True:
-        resp = httpx.put(f"{replica.url}/rejoin/journal", content=b"after\n", timeout=30)
-        if resp.status_code == 204:
-            break
-        assert resp.status_code == 503, resp.text
+    replica.start()  # same data dir, a new port: it recovers its spool, re-announces, is re-assigned
+    # The route of 3 members right after the kill is the stale one (the killed
+    # broker's lease outlives it): wait for the member at its new endpoint.
+    _wait_for_endpoint(urls[0], "rejoin/journal", member_key(route["members"][2]), replica.url)
+    resp = _append_until_accepted(f"{replica.url}/rejoin/journal", b"after\n")
     end = resp.headers["X-Commit-End"]
-    deadline = time.monotonic() + 30
-    while member_key(route["members"][2]) not in map(member_key, listed_route(urls[0], "rejoin/journal")["members"]):
-        if time.monotonic() > deadline:
-            _dump_logs()
-            raise AssertionError("the restarted replica was not re-assigned")
-        time.sleep(0.1)  # wait-ok: polling the route with a deadline
     got = httpx.get(f"{replica.url}/rejoin/journal", params={"block": "true", "end_offset": end},
                     timeout=60).content
     assert got == first + b"after\n"
+
+
+def _wait_for_endpoint(url: str, journal: str, member: str, endpoint: str, deadline_s: float = 30) -> dict:
+    """The journal's route once ``member`` is in it at ``endpoint`` (a route has no
+    watch event: re-checked with a deadline, logs printed if it passes)."""
+    def rejoined() -> dict | None:
+        route = listed_route(url, journal)
+        where = dict(zip(map(member_key, route["members"]), route.get("endpoints", [])))
+        return route if where.get(member, "").rstrip("/") == endpoint.rstrip("/") else None
+    try:
+        return testing.wait_until(rejoined, f"{member} in the route of {journal} at {endpoint}", deadline_s)
+    except AssertionError:
+        _dump_logs()
+        raise
+
+
+def _append_until_accepted(url: str, content: bytes, deadline_s: float = 60) -> httpx.Response:
+    """PUT ``content`` until it is acknowledged (a peerset short, re-syncing or on a
+    route on its way refuses it meanwhile), with the clients' backoff and a deadline.
+    Refusals used to be retried at once (and, in one test, forever): on a loaded
+    machine that spin took the CPU the brokers needed to converge, and a test ran
+    into pytest's timeout instead of failing with the brokers' logs."""
+    backoff, deadline = Backoff(), time.monotonic() + deadline_s
+    while (resp := httpx.put(url, content=content, timeout=60)).status_code != 204:
+        if time.monotonic() > deadline:
+            _dump_logs()
+            raise AssertionError(f"appends to {url} still refused after {deadline_s}s: {resp.text}")
+        backoff.wait()
+    return resp
 
 
 def test_replicas_persist_identical_fragments(cluster, tmp_path):

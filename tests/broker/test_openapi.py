@@ -72,7 +72,6 @@ def test_bearer_auth_is_declared_optional_but_required_by_peers_and_absent_on_op
             opened = ("/v1/openapi.json", "/debug/metrics", "/metrics", "/healthz", "/readyz", "/~status/{name}")
             expected = {**{p: [] for p in opened},
                         "/v1/replicate/sync": [{"bearerAuth": []}],
-                        "/v1/replicate/append": [{"bearerAuth": []}],
                         "/v1/replicate/stream": [{"bearerAuth": []}]}.get(path)
             assert op.get("security") == expected, (method, path)
             if path not in opened:

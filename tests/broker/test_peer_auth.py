@@ -31,11 +31,9 @@ def forged(capability: int = Capability.REPLICATE, key: bytes | None = None) -> 
 
 
 def peer_requests(primary: str) -> list[tuple[str, dict]]:
-    """A sync and an append as a primary would send them, minus its token."""
+    """A sync and a stream of one group as a primary would send them, minus its token."""
     headers = {"X-Herald-Primary": primary}
     return [("/v1/replicate/sync", {"params": {"journal": JOURNAL}, "json": SYNC_BODY, "headers": headers}),
-            ("/v1/replicate/append", {"params": {"journal": JOURNAL, "begin": "0", "fragment_begin": "0"},
-                                      "content": b"evil\n", "headers": {**headers, "X-Registers": ""}}),
             ("/v1/replicate/stream", {"params": {"journal": JOURNAL}, "headers": dict(headers),
                                       "content": frame_head(0, 0, 5, LabelSet()) + b"evil\n"})]
 

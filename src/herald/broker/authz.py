@@ -40,7 +40,7 @@ OPEN_PREFIX = STATIC_PREFIX
 #: one from a cookie, and answers a browser with a form rather than JSON.
 SELF_CHECKED_PATHS = frozenset({"/"})
 #: Broker-to-broker paths: authenticated by the peer keys, even without ``--auth-keys``.
-PEER_PATHS = frozenset({"/v1/replicate/sync", "/v1/replicate/append", "/v1/replicate/stream"})
+PEER_PATHS = frozenset({"/v1/replicate/sync", "/v1/replicate/stream"})
 CONTROL_CAPABILITIES = {
     "/v1/journals/list": Capability.LIST,
     "/v1/members/list": Capability.LIST,
@@ -50,7 +50,6 @@ CONTROL_CAPABILITIES = {
     "/v1/journals/append": Capability.APPEND,
     "/v1/pipelines/report": Capability.APPEND,
     "/v1/replicate/sync": Capability.REPLICATE,
-    "/v1/replicate/append": Capability.REPLICATE,
     "/v1/replicate/stream": Capability.REPLICATE,
 }
 GATEWAY_CAPABILITIES = {"GET": Capability.READ, "HEAD": Capability.READ, "PUT": Capability.APPEND}

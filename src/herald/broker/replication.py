@@ -10,8 +10,6 @@ Protocol (broker to broker, JSON errors as everywhere):
   one long request (`herald.broker.peer_stream`): the peer writes, fdatasyncs and
   commits each in turn, and answers a line with the SHA1 of its fragment; the
   primary commits only when every peer's SHA1 equals its own [I-APPEND-3].
-- ``POST /v1/replicate/append?journal=J&begin=B&fragment_begin=F`` with one group's
-  bytes and ``X-Registers``: the same for a single group, as one request.
 """
 
 from __future__ import annotations
@@ -289,18 +287,6 @@ async def handle_sync(request: web.Request) -> web.Response:
     return web.json_response({"begin": begin, "end": end, "registers": registers.to_list()}, dumps=_dumps)
 
 
-async def handle_append(request: web.Request) -> web.Response:
-    """Peers only: write, sync and commit a primary's group; answer the fragment's SHA1."""
-    fragment_begin, begin, registers = _group_place(
-        request.query.get("fragment_begin"), request.query.get("begin"),
-        request.headers.get("X-Registers", ""), "X-Registers")
-    journal = await _replica(request)
-    content = await request.read()
-    _check_end(begin, len(content))
-    digest = await journal.apply_replicated(fragment_begin, begin, content, registers)
-    return web.json_response({"sum": digest}, dumps=_dumps)
-
-
 async def handle_stream(request: web.Request) -> web.StreamResponse:
     """Peers only: apply a primary's groups, streamed as frames, in order; one answer line each."""
     broker = request.app["broker"]
@@ -341,7 +327,7 @@ async def _drop_when_stopping(broker, request: web.Request) -> None:
 def _frame_fields(head: dict, limit: int) -> tuple[int, int, LabelSet, int]:
     """``(fragment_begin, begin, registers, length)`` of a frame header, each checked."""
     fragment_begin, begin, registers = _group_place(head.get("fragment_begin"), head.get("begin"),
-                                                    head.get("registers", ""), "registers")
+                                                    head.get("registers", ""))
     length = _offset(head.get("length"), "length")
     if length > limit:
         raise ValidationError("length", f"a group is at most {limit} bytes, not {length}")
@@ -349,19 +335,19 @@ def _frame_fields(head: dict, limit: int) -> tuple[int, int, LabelSet, int]:
     return fragment_begin, begin, registers, length
 
 
-def _group_place(raw_fragment_begin: object, raw_begin: object, raw_registers: object,
-                 registers_key: str) -> tuple[int, int, LabelSet]:
-    """Where a replicated group goes and the registers after it, as a peer sent them
-    (in a request's query and header, or a stream frame's head), each checked."""
+def _group_place(raw_fragment_begin: object, raw_begin: object,
+                 raw_registers: object) -> tuple[int, int, LabelSet]:
+    """Where a replicated group goes and the registers after it, as a stream frame's
+    head carries them, each checked."""
     fragment_begin, begin = _offset(raw_fragment_begin, "fragment_begin"), _offset(raw_begin, "begin")
     if fragment_begin > begin:
         raise ValidationError("fragment_begin", f"must be ≤ begin ({fragment_begin} > {begin})")
     if not isinstance(raw_registers, str):
-        raise ValidationError(registers_key, "must be a string of labels")
+        raise ValidationError("registers", "must be a string of labels")
     try:
         return fragment_begin, begin, LabelSet.parse(raw_registers)
     except ValidationError as err:
-        raise ValidationError(registers_key, err.message) from None
+        raise ValidationError("registers", err.message) from None
 
 
 def _check_end(begin: int, length: int) -> None:
@@ -378,11 +364,6 @@ _PEER_HEADERS = (Param(PRIMARY_HEADER, "The sending primary's member id (`zone#s
 ENDPOINTS = (
     Endpoint("POST", "/v1/replicate/sync", handle_sync, "peers", wire.SyncRequest, wire.SyncResponse,
              query=_PEER_QUERY, headers=_PEER_HEADERS),
-    Endpoint("POST", "/v1/replicate/append", handle_append, "peers", "application/octet-stream",
-             wire.ReplicaAppendResponse,
-             query=(*_PEER_QUERY, Param("begin", "Journal offset of the group.", int, True, minimum=0),
-                    Param("fragment_begin", "Where the primary's fragment begins.", int, True, minimum=0)),
-             headers=(*_PEER_HEADERS, Param("X-Registers", "The registers after this group."))),
     Endpoint("POST", "/v1/replicate/stream", handle_stream, "peers", "application/octet-stream",
              "application/x-ndjson", query=_PEER_QUERY, headers=_PEER_HEADERS),
 )

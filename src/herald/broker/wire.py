@@ -206,11 +206,6 @@ class SyncResponse:
     registers: LabelSet
 
 
-@dataclass(frozen=True, slots=True)
-class ReplicaAppendResponse:
-    sum: str = field(metadata=_doc("SHA1 of the replica's current fragment, hex."))
-
-
 # -- errors -----------------------------------------------------------------------------
 
 
