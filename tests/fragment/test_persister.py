@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from herald.fragment.codecs import decompress
-from herald.fragment.persister import persist
+from herald.fragment.persister import PERSIST_NICE, lower_thread_priority, persist
 from herald.fragment.stores import Store, list_fragments, open_store
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
@@ -92,3 +93,20 @@ def test_other_stores_write_through_a_scratch_file_they_delete(tmp_path: Path) -
     persisted = persist(store, fragment, path)
     assert decompress(store.get(persisted.content_path), CompressionCodec.SNAPPY) == b'{"event":2}\n' * 1000
     assert os.listdir(path.parent) == [path.name]
+
+
+def test_persisting_threads_run_below_the_appends_priority():
+    """`lower_thread_priority` (the persist executor's initializer) lowers its own
+    thread only: compression yields the CPU to appends, the process keeps its nice."""
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    seen: list[int] = []
+
+    def run() -> None:
+        lower_thread_priority()
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert seen == [min(before + PERSIST_NICE, 19)]
+    assert os.getpriority(os.PRIO_PROCESS, 0) == before

@@ -90,3 +90,9 @@ def test_a_corrupt_raw_block_is_an_error() -> None:
     stream[len(SNAPPY_IDENTIFIER) + 9:len(SNAPPY_IDENTIFIER) + 30] = b"\xff" * 21
     with pytest.raises(CodecError):
         _decode(bytes(stream), 16 * 5000)
+
+
+@pytest.mark.parametrize("kind", [0x00, 0x01])
+def test_a_whole_data_chunk_shorter_than_its_crc_is_an_error(kind: int) -> None:
+    with pytest.raises(CodecError, match="shorter than its CRC"):
+        _decode(SNAPPY_IDENTIFIER + _chunk(kind, b"abc"), 0)

@@ -18,8 +18,10 @@ retry freely after any failure.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
 from dataclasses import replace
 
 from herald.fragment.codecs import compress_file
@@ -27,7 +29,7 @@ from herald.fragment.stores import Store
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 
-__all__ = ["persist"]
+__all__ = ["lower_thread_priority", "persist"]
 
 log = logging.getLogger(__name__)
 
@@ -59,3 +61,18 @@ def _put_compressed(store: Store, path: str, spool_path: str, codec: Compression
     disk, already sized for it), then upload and delete."""
     directory = os.path.dirname(os.path.abspath(spool_path))
     store.put_written(path, lambda out: compress_file(spool_path, out, codec), directory)
+
+
+#: How much lower than the appends a persisting thread runs (a nice increment, as
+#: RocksDB lowers its compaction threads): compressing and uploading a rolled
+#: spool is work that may wait, an append's sync is what a writer waits on.
+PERSIST_NICE = 5
+
+
+def lower_thread_priority(nice: int = PERSIST_NICE) -> None:
+    """Run the calling thread (on Linux, ``setpriority`` of a thread id applies to
+    that thread alone) at ``nice`` more than its process: use as the initializer of
+    the persisting threads. Best effort: a platform without it leaves them as they are."""
+    with contextlib.suppress(AttributeError, OSError):
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)

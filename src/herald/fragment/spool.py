@@ -25,7 +25,6 @@ import errno
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from herald.fragment.commits import encode_record
 from herald.fragment.fdatasyncs import SYNCS
 from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_descriptors
 from herald.fragment.rounds import GroupWrite, pwrite_all
+from herald.fragment.spool_sums import GroupSums, hash_inline
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
@@ -50,10 +50,6 @@ COMMITS_PREALLOC_BYTES = 1 << 20
 DATA_PAD_BYTES = 256 << 10
 _ZEROS = memoryview(bytes(DATA_PAD_BYTES))
 _PAD_FIRST_BYTES = 4 << 10
-# From this many bytes in a group, its body SHA1s are computed beside the fragment's
-# running SHA1, on `_HASHING` (a thread per core is all that can help).
-PARALLEL_HASH_BYTES = 128 << 10
-_HASHING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="herald-sha1")
 EMPTY_SHA1 = hashlib.sha1().hexdigest()
 
 
@@ -86,6 +82,7 @@ class Spool:
         self.first_append_unix = first_append_unix
         self._delta = 0
         self._sha1 = hashlib.sha1()
+        self._hashing: GroupSums | None = None  # a large group's SHA1s, under way
         self._committed_sum = EMPTY_SHA1  # the running SHA1 as of ``end``
         self.path = directory / f"{begin:016x}{SPOOL_SUFFIX}"
         self.commits_path = directory / f"{begin:016x}{COMMITS_SUFFIX}"
@@ -173,10 +170,21 @@ class Spool:
     def write_group(self, contents: Sequence[bytes]) -> None:
         """Write a group's bodies after the pending bytes, in one ``pwritev`` with
         the zero padding of `with_zero_padding` (descriptors held by the caller;
-        blocking). Padding that does not fit on a nearly full disk is dropped, not
-        the append: only the bodies must fit."""
+        blocking), their SHA1s started beside it (`herald.fragment.spool_sums`). Padding that
+        does not fit on a nearly full disk is dropped, not the append: only the
+        bodies must fit. A failed write leaves the running SHA1 as it was."""
         at = self.content_length + self._delta
         buffers = self.with_zero_padding(contents, at)
+        self._hashing = hashing = GroupSums.start(self._sha1, contents)
+        try:
+            self._pwrite_padded(buffers, contents, at)
+        except BaseException:
+            if hashing is not None:
+                self._hashing, self._sha1 = None, hashing.abandon()
+            raise
+        self._delta += sum(map(len, contents))
+
+    def _pwrite_padded(self, buffers: Sequence[bytes], contents: Sequence[bytes], at: int) -> None:
         try:
             pwrite_all(self._fd, buffers, at)
         except OSError as err:
@@ -184,7 +192,6 @@ class Spool:
                 raise
             self._data_allocated = at
             pwrite_all(self._fd, contents, at)
-        self._delta += sum(map(len, contents))
 
     def with_zero_padding(self, contents: Sequence[bytes], at: int) -> Sequence[bytes]:
         """``contents`` (to be written at file offset ``at``), plus zeros ahead of
@@ -211,9 +218,11 @@ class Spool:
         return [*contents, _ZEROS[:target - end]]
 
     def rollback(self, sha1_state) -> None:
-        """Forget pending bytes (a failed append) [I-APPEND-2]; ``sha1_state`` from ``mark``."""
+        """Forget pending bytes (a failed append) [I-APPEND-2]; ``sha1_state`` from ``mark``.
+        A hashing still under way updates the forgotten SHA1 object, not this one."""
         self._delta = 0
         self._sha1 = sha1_state
+        self._hashing = None
 
     def mark(self):
         """A snapshot of the running SHA1, to roll back to if the next write fails."""
@@ -297,18 +306,10 @@ class Spool:
             return write.finish()
 
     def _hash(self, contents: Sequence[bytes]) -> list[str]:
-        """Each body's SHA1 (the append's ``X-Commit-SHA1-Sum``) and the fragment's
-        running SHA1 (its name and the commit record's ``sum``)."""
-        if sum(map(len, contents)) >= PARALLEL_HASH_BYTES:
-            # Two passes over every byte: side by side (hashlib drops the GIL), a
-            # 1 MiB append costs one SHA1 pass of wall time, not two.
-            bodies = _HASHING.submit(_body_sums, contents)
-            for content in contents:
-                self._sha1.update(content)
-            return bodies.result()
-        for content in contents:
-            self._sha1.update(content)
-        return _body_sums(contents)
+        """Each body's SHA1 and the fragment's running SHA1, for the group just
+        written by `write_group` (`herald.fragment.spool_sums`)."""
+        hashing, self._hashing = self._hashing, None
+        return hashing.result() if hashing is not None else hash_inline(self._sha1, contents)
 
     def _record_line(self, registers: LabelSet, now_unix: float) -> tuple[bytes, float | None, str]:
         """The commit line of the pending bytes, the first-append time it sets, and
@@ -388,10 +389,6 @@ class Spool:
         self.close()
         for path in (self.path, self.commits_path):
             path.unlink(missing_ok=True)
-
-
-def _body_sums(contents: Sequence[bytes]) -> list[str]:
-    return [hashlib.sha1(content).hexdigest() for content in contents]
 
 
 def write_and_sync(spool: Spool, contents: list[bytes], registers: LabelSet,
