@@ -7,8 +7,7 @@ journals' worth cost 2.2 ms against 0.12 ms for one file's write+fdatasync. Here
 round appends one record per group to one file, ``<data-dir>/commitlog/<seq>.log``,
 and fdatasyncs only that file; the spools and commits files are written (page
 cache) but not synced per round. Rounds of a single group keep their two
-concurrent in-place fdatasyncs (`herald.fragment.rounds`): one log fdatasync with
-the spool left dirty measured no cheaper.
+concurrent in-place fdatasyncs (`herald.fragment.rounds` says why).
 
 A record names the spool (its directory under the data dir and its begin offset),
 where the group's bytes go in the spool file, the commit line and where it goes in
@@ -19,14 +18,19 @@ with its length and CRC32C, so a torn tail (a power cut mid-write) ends the
 segment's intact records and is ignored: none of its groups was acknowledged.
 
 Checkpoint: once a segment holds `SEGMENT_BYTES`, the next round writes to a new
-segment and a helper thread makes every spool and commits file the old segments
-touched durable (one ``syncfs`` where `herald.fragment.syncfs` trusts it, else an
-fsync of each file and its directory), then deletes them. Restart: `CommitLog.open`
-replays every intact record into its spool (files already persisted and removed
-are skipped), syncs them, deletes the replayed segments, and only then do spools
-recover (`herald.fragment.spool_recovery`), exactly as if every round had synced
-them [I-FRAG-2]. Replay writes the same bytes at the same places, so a crash
-during it is harmless: the segments stay until it completes.
+segment and the log's helper thread (`herald.fragment.commit_log_worker`) makes
+every spool and commits file the old segment touched durable (an fsync of each
+file and its directory, or one ``syncfs`` for many journals), then deletes it.
+The same thread starts the write-back of each spool chunk once logged, so a
+checkpoint finds little left to write (`herald.fragment.writeback`), and grows
+the segment ahead of the rounds.
+
+Restart: `CommitLog.open` replays every intact record into its spool (files
+already persisted and removed are skipped), syncs them, deletes the replayed
+segments, and only then do spools recover (`herald.fragment.spool_recovery`),
+exactly as if every round had synced them [I-FRAG-2]. Replay writes the same bytes
+at the same places, so a crash during it is harmless: the segments stay until it
+completes.
 
 Blocking throughout: `append` runs on the sync round thread
 (`herald.fragment.rounds`).
@@ -36,9 +40,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import os
-import queue
 import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -48,7 +52,8 @@ from pathlib import Path
 import crc32c
 
 from herald.durable import fsync_directory, make_durable_dirs
-from herald.fragment.syncfs import syncfs, syncs_whole_file_system
+from herald.fragment.commit_log_worker import LogWorker, checkpoint, write_back_file
+from herald.fragment.writeback import chunks_completed
 
 __all__ = ["CommitLog", "LogRecord", "commit_log_for", "decode_records", "frame"]
 
@@ -123,10 +128,11 @@ class CommitLog:
         self._seq = 0
         self._pos = self._allocated = 0
         self._dirty: set[Path] = set()  # spool directories written since the segment began
-        self._sealed: queue.SimpleQueue[tuple[Path, set[Path]] | None] = queue.SimpleQueue()
+        self._worker = LogWorker()
         self._idle = threading.Event()  # no checkpoint under way
         self._idle.set()
-        self._checkpoints: threading.Thread | None = None
+        self._segment_lock = threading.Lock()  # the segment's descriptor and size: rounds vs growth ahead
+        self._growing = False  # growth ahead submitted, not yet done
         self.replayed = 0
         self._broken: OSError | None = None  # see _forget
 
@@ -154,12 +160,11 @@ class CommitLog:
         if _LOGS.get(self.data_dir) is self:
             del _LOGS[self.data_dir]
             _BY_DIRECTORY.clear()
-        if self._checkpoints is not None:
-            self._sealed.put(None)
-            self._checkpoints.join()
-        fd, self._fd = self._fd, -1
-        if fd >= 0:
-            os.close(fd)
+        self._worker.stop()
+        with self._segment_lock:
+            fd, self._fd = self._fd, -1
+            if fd >= 0:
+                os.close(fd)
 
     def name_of(self, spool_directory: Path) -> bytes:
         """A spool directory as records name it (relative to the data dir)."""
@@ -184,7 +189,9 @@ class CommitLog:
         at = self._pos
         try:
             if at + size > self._allocated:
-                self._grow(at + size)
+                with self._segment_lock:  # growth ahead may be under way: wait, look again
+                    if at + size > self._allocated:
+                        self._grow(at + size)
             _pwrite_all(self._fd, buffers, at)
             os.fdatasync(self._fd)
         except OSError:
@@ -196,7 +203,17 @@ class CommitLog:
         self._dirty.update(directories)
         if self._pos >= SEGMENT_BYTES and self._idle.is_set():
             self._rotate()
+        elif self._allocated - self._pos < _grow_step(self._allocated) // 2 and not self._growing:
+            self._growing = True
+            self._worker.submit(functools.partial(self._grow_ahead, self._seq))
         return at, size
+
+    def start_writeback(self, path: Path, at: int, size: int) -> None:
+        """Bytes ``[at, at + size)`` of ``path`` (a spool or commits file) were just
+        written and logged: start the write-back of the chunks they complete, on
+        the helper thread (`herald.fragment.writeback`)."""
+        if (span := chunks_completed(at, size)) is not None:
+            self._worker.submit(functools.partial(write_back_file, path, *span))
 
     def forget(self, at: int, size: int) -> None:
         """Take back the round `append` logged at ``(at, size)``, durably, because a
@@ -239,87 +256,57 @@ class CommitLog:
         fsync_directory(self.directory)
 
     def _grow(self, needed: int) -> None:
-        """Zeros past the end, fsync'd (size included), so records need only data syncs."""
-        while self._allocated < needed:
-            step = min(max(self._allocated, FIRST_GROW_BYTES), MAX_GROW_BYTES)
-            grow = max(step, needed - self._allocated)
-            _pwrite_all(self._fd, [bytes(grow)], self._allocated)
-            self._allocated += grow
+        """Zeros past the end, fsync'd (size included), so records need only data
+        syncs. Under ``_segment_lock``: records are written only below
+        ``_allocated``, which moves once the zeros beyond it are durable."""
+        allocated = self._allocated
+        while allocated < needed:
+            grow = max(_grow_step(allocated), needed - allocated)
+            _pwrite_all(self._fd, [bytes(grow)], allocated)
+            allocated += grow
         os.fsync(self._fd)
+        self._allocated = allocated
         self.count_syncs("fdatasync", 1)
+
+    def _grow_ahead(self, seq: int) -> None:
+        """On the helper thread: the next step of segment ``seq``, before a round
+        needs it (unless the segment was sealed meanwhile)."""
+        try:
+            with self._segment_lock:
+                if self._seq == seq and self._fd >= 0:
+                    self._grow(self._allocated + 1)
+        except OSError as err:  # the round that needs the room grows it, or fails
+            log.warning("commit log: growing the segment ahead failed: %s", err)
+        finally:
+            self._growing = False
 
     def _rotate(self) -> None:
         """Seal the segment (a checkpoint syncs its spools, then deletes it) and start
         the next."""
-        sealed = (self._segment_path(self._seq), self._dirty)
+        sealed, directories = self._segment_path(self._seq), self._dirty
         self._dirty = set()
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-        self._fd = -1
-        self._seq += 1
-        self._start_segment()
+        with self._segment_lock:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
+            self._seq += 1
+            self._start_segment()
         self._idle.clear()
-        self._sealed.put(sealed)
-        if self._checkpoints is None:
-            self._checkpoints = threading.Thread(target=self._run_checkpoints, name="herald-checkpoint",
-                                                 daemon=True)
-            self._checkpoints.start()
+        self._worker.submit(functools.partial(self._checkpoint, sealed, directories))
 
-    def _run_checkpoints(self) -> None:
-        """The checkpoint thread: seals are synced in order; idle once none is left."""
-        while (sealed := self._sealed.get()) is not None:
-            segment, directories = sealed
-            try:
-                checkpoint(self.data_dir, segment, directories, self.count_syncs)
-            except OSError as err:  # the segment stays: the next start replays it
-                log.error("commit log checkpoint failed (segment kept for replay): %s", err)
-            if self._sealed.empty():
-                self._idle.set()
-
-
-def checkpoint(data_dir: Path, segment: Path, directories: set[Path],
-               count_syncs: Callable[[str, int], object]) -> None:
-    """Make every spool and commits file under ``directories`` durable, then delete
-    ``segment`` (whose records they hold). Blocking; raises OSError."""
-    log_dir = data_dir / LOG_DIR
-    device = os.stat(log_dir).st_dev
-    existing = [d for d in directories if d.exists()]
-    if syncs_whole_file_system(log_dir) and all(os.stat(d).st_dev == device for d in existing):
-        syncfs_of(log_dir)
-        count_syncs("syncfs", 1)
-    else:
-        for directory in existing:
-            count_syncs("fdatasync", _fsync_files(directory))
-    segment.unlink(missing_ok=True)
-    fsync_directory(log_dir)
-
-
-def syncfs_of(directory: Path) -> None:
-    """One ``syncfs`` of the file system holding ``directory`` (see
-    `herald.fragment.syncfs` for where that is trusted); raises OSError."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        syncfs(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_files(directory: Path) -> int:
-    """fsync every file in ``directory`` and the directory itself (so a removed,
-    persisted spool stays removed); how many syncs that took."""
-    synced = 0
-    for path in directory.iterdir():
+    def _checkpoint(self, segment: Path, directories: set[Path]) -> None:
+        """On the helper thread: `checkpoint` a sealed segment; idle again after."""
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:  # persisted and removed meanwhile
-            continue
-        try:
-            os.fsync(fd)
+            checkpoint(self.data_dir, self.directory, segment, directories, self.count_syncs)
+        except OSError as err:  # the segment stays: the next start replays it
+            log.error("commit log checkpoint failed (segment kept for replay): %s", err)
         finally:
-            os.close(fd)
-        synced += 1
-    fsync_directory(directory)
-    return synced + 1
+            self._idle.set()
+
+
+def _grow_step(allocated: int) -> int:
+    """How much a segment of ``allocated`` bytes grows by next."""
+    return min(max(allocated, FIRST_GROW_BYTES), MAX_GROW_BYTES)
 
 
 def _pwrite_all(fd: int, buffers: Sequence[bytes], offset: int) -> None:

@@ -41,7 +41,10 @@ IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 SYNCFS_MIN_GROUPS = 3
 #: From this many groups in a round, one commit log record each and one fdatasync of
 #: the log replace their in-place syncs. A round of one group keeps its two concurrent
-#: fdatasyncs: measured, one log fdatasync (its spool left dirty) was no cheaper.
+#: fdatasyncs: with other processes fsyncing the same file system, one log fdatasync
+#: (its spool left dirty) was slower (1 KiB x1: 340-580 against 1,000-1,430
+#: appends/s, same minutes); on a quiet machine it was faster (4,300 against
+#: 3,400/s) but its p99 worse (3.2-3.9 against 0.6-0.7 ms).
 LOG_MIN_GROUPS = 2
 
 
@@ -94,7 +97,8 @@ def _write_then_log(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None
     """Every group's data and commit line to the page cache, then one record each in
     the commit log and one fdatasync of it for the round. A group of `INLINE_BYTES`
     or more is not copied into the log: its data fdatasync runs beside the log's. A
-    failed log write fails every group of the round."""
+    failed log write fails every group of the round. Once logged, the write-back of
+    what the round left dirty may start (`herald.fragment.writeback`)."""
     for write in writes:
         write.step(functools.partial(write.write_data, sync=write.size >= INLINE_BYTES))
     for write in writes:
@@ -112,6 +116,9 @@ def _write_then_log(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None
     except OSError as err:
         for write in written:
             write.error = err
+        return
+    for write in written:
+        write.start_writeback(commit_log)
 
 
 def _in_place_sync_failure(writes: Sequence[GroupWrite]) -> OSError | None:
@@ -204,6 +211,14 @@ class GroupWrite:
         spool._put_record(self._line, sync=sync_here)
         if not sync_here and sync_later:
             self._syncs.append(SYNCS.fdatasync(spool._commits_fd))
+
+    def start_writeback(self, commit_log: CommitLog) -> None:
+        """Once logged: start writing back the chunks this group completed of its
+        files (`herald.fragment.writeback`), the bytes unless synced in place."""
+        spool = self.spool
+        if self.size < INLINE_BYTES:
+            commit_log.start_writeback(spool.path, self._data_at, self.size)
+        commit_log.start_writeback(spool.commits_path, self._line_at, len(self._line))
 
     def log_frame(self, commit_log: CommitLog) -> list[bytes]:
         """This group's commit log record, once its data and line are written: the
