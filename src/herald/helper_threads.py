@@ -13,7 +13,8 @@ outcome reaches the caller (`_finish`):
         def _run(self, job): ...      # on a helper thread: the blocking call
         def _finish(self, job, outcome): ...  # still there: hand the outcome over
 
-Used by `herald.fragment.fdatasyncs` and `herald.broker.loop_threads`.
+Used by `herald.fragment.fdatasyncs`, `herald.broker.loop_threads` and
+`herald.broker.sync_rounds` (one thread, stopped with its broker's loop).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class HelperThreads(Generic[Job]):
     """A pool of helper threads started on demand (see the module doc). Thread-safe."""
 
     def __init__(self, max_threads: int, name: str) -> None:
-        self._jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()  # None: a thread's end
         self._lock = threading.Lock()
         self._threads = self._outstanding = 0
         self._max_threads = max_threads
@@ -46,9 +47,15 @@ class HelperThreads(Generic[Job]):
                 threading.Thread(target=self._serve, name=f"{self._name}_{self._threads}", daemon=True).start()
         self._jobs.put(job)
 
+    def stop(self) -> None:
+        """End every thread once the jobs queued before this call are done."""
+        with self._lock:
+            for _ in range(self._threads):
+                self._jobs.put(None)
+            self._threads = 0
+
     def _serve(self) -> None:
-        while True:
-            job = self._jobs.get()
+        while (job := self._jobs.get()) is not None:
             outcome = self._run(job)
             with self._lock:  # before the caller hears: its next job must not find this one outstanding
                 self._outstanding -= 1

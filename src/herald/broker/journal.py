@@ -27,7 +27,7 @@ from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
-from herald.broker.append_task import AppendTask
+from herald.broker.append_task import AppendQueue, AppendTask
 from herald.broker.change_signal import ChangeSignal
 from herald.broker.fragment_keeper import Completed, FragmentKeeper
 from herald.broker.group import (
@@ -71,7 +71,7 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         self.index = Index()
         self._spool: Spool | None = None
         # Created with the append task, at the first append or poke (see _enqueue).
-        self._queue: asyncio.Queue[Pending | None] | None = None
+        self._queue: AppendQueue | None = None
         self._commit_event: asyncio.Event | None = None  # created by the first waiting reader
         self.role_changes = ChangeSignal()  # set by become_primary/demote: wakes appends on a short peerset
         # Loops that stop before the final drain, and the persister that drains.
@@ -92,6 +92,7 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         self.is_primary = True
         self.pipeline: Pipeline | None = None
         self._health: StoreHealth | None = None  # of stores[0]: see _first_store_health
+        self._loop: asyncio.AbstractEventLoop | None = None  # see _bind_loop
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -149,7 +150,7 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         """Finish queued appends, roll the spool and persist what can be (SIGTERM path)."""
         self._closing = True
         if self._queue is not None:
-            self._queue.put_nowait(None)
+            self._queue.put(None)
             await self._queue.join()
         try:
             self._roll()
@@ -237,9 +238,16 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         self._refuse_unless_serving()
         if (self.stores and not self._first_store_health().is_healthy) or peerset_is_short(self):
             return None
-        pending = Pending(content, None, None, None, asyncio.get_running_loop().create_future())
+        loop = self._loop or self._bind_loop()
+        pending = Pending(content, None, None, None, loop.create_future())
         self._enqueue(pending)
         return pending.future
+
+    def _bind_loop(self) -> asyncio.AbstractEventLoop:
+        """The journal's loop, looked up once: ``get_running_loop`` makes a
+        ``getpid`` system call each time, measurable per append."""
+        self._loop = asyncio.get_running_loop()
+        return self._loop
 
     def _refuse_unless_serving(self) -> None:
         if self._closing:

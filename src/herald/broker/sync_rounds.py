@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import queue
-import threading
 import time
 import weakref
 from collections.abc import Callable
 
 from herald.broker.metrics import METRICS
 from herald.fragment.rounds import GroupWrite, round_syncs, write_round
+from herald.helper_threads import HelperThreads
 from herald.protocol.errors import HeraldError
 
 __all__ = ["RoundThread", "SyncRounds", "commit_in_round"]
@@ -36,7 +35,7 @@ Waiter = tuple[GroupWrite, "asyncio.Future[list[str]]"]
 Outcomes = list[list[str] | OSError | HeraldError]
 
 
-class RoundThread:
+class RoundThread(HelperThreads[tuple]):
     """The thread that runs one broker's sync rounds, one at a time (as they come).
 
     ``loop.run_in_executor`` cost each round a `concurrent.futures.Future` (with
@@ -48,37 +47,26 @@ class RoundThread:
     """
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        super().__init__(1, "herald-sync-round")
 
     def run(self, writes: list[GroupWrite], loop: asyncio.AbstractEventLoop,
             done: Callable[[Outcomes | BaseException], object]) -> None:
         """Run `write_round` on ``writes`` in the thread; ``done(outcomes)`` (or the
         exception, for a bug) then runs on ``loop``."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=_serve_rounds, args=(self._jobs,),
-                                            name="herald-sync-round", daemon=True)
-            self._thread.start()
-        self._jobs.put((writes, loop, done))
+        self._submit((writes, loop, done))
 
-    def stop(self) -> None:
-        """End the thread once the round under way (if any) is done."""
-        self._jobs.put(None)
-
-
-def _serve_rounds(jobs: queue.SimpleQueue[tuple | None]) -> None:
-    while (job := jobs.get()) is not None:
-        writes, loop, done = job
-        result: Outcomes | BaseException
+    def _run(self, job: tuple) -> Outcomes | BaseException:
         try:
-            result = _counted_round(writes)
+            return _counted_round(job[0])
         except BaseException as err:  # noqa: BLE001 - a bug: every waiter of the round hears of it
-            result = err
+            return err
+
+    def _finish(self, job: tuple, outcome: object) -> None:
+        _, loop, done = job
         try:
-            loop.call_soon_threadsafe(done, result)
+            loop.call_soon_threadsafe(done, outcome)
         except RuntimeError:  # the loop closed meanwhile: nobody waits any more
             pass
-        del job, writes, loop, done, result  # hold nothing of a finished round while idle
 
 
 def _counted_round(writes: list[GroupWrite]) -> Outcomes:
@@ -96,7 +84,7 @@ class SyncRounds:
     """The rounds of one event loop (one broker). Not thread-safe: loop only."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        self.loop = loop
         self._waiting: list[Waiter] = []
         self._running = False
         self._thread = RoundThread()
@@ -106,7 +94,7 @@ class SyncRounds:
 
     async def commit(self, write: GroupWrite) -> list[str]:
         """Make ``write`` durable in the next round; its body SHA1s, or its error."""
-        done: asyncio.Future[list[str]] = self._loop.create_future()
+        done: asyncio.Future[list[str]] = self.loop.create_future()
         self._waiting.append((write, done))
         if not self._running:
             self._start_round()
@@ -123,7 +111,7 @@ class SyncRounds:
         METRICS.sync_rounds.inc()
         writes = [write for write, _ in batch]
         started = time.perf_counter()
-        self._thread.run(writes, self._loop, functools.partial(self._end_round, batch, started))
+        self._thread.run(writes, self.loop, functools.partial(self._end_round, batch, started))
 
     def _end_round(self, batch: list[Waiter], started: float, result: Outcomes | BaseException) -> None:
         METRICS.sync_round_seconds.observe(time.perf_counter() - started)
@@ -140,7 +128,7 @@ class SyncRounds:
         # hands in its next group at once. Started here, the round would hold only
         # the groups that waited through this one, and every journal would miss
         # every other round (16 journals ran at half the rate of one).
-        self._loop.call_soon(self._start_next_round)
+        self.loop.call_soon(self._start_next_round)
 
     def _start_next_round(self) -> None:
         if self._waiting:
@@ -152,20 +140,13 @@ class SyncRounds:
 _ROUNDS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SyncRounds] = weakref.WeakKeyDictionary()
 
 
-_last: tuple[asyncio.AbstractEventLoop | None, SyncRounds | None] = (None, None)
-
-
 def rounds_of_running_loop() -> SyncRounds:
-    """This loop's rounds (a broker runs one loop; tests may run several in turn)."""
-    global _last
+    """This loop's rounds (a broker runs one loop; tests may run several in turn).
+    A journal looks them up once, with its append queue."""
     loop = asyncio.get_running_loop()
-    last_loop, rounds = _last
-    if last_loop is loop and rounds is not None:
-        return rounds  # a broker's one loop: no weak-keyed lookup per group
     rounds = _ROUNDS.get(loop)
     if rounds is None:
         rounds = _ROUNDS[loop] = SyncRounds(loop)
-    _last = (loop, rounds)
     return rounds
 
 

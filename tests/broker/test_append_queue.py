@@ -1,0 +1,38 @@
+"""A journal's append queue (herald.broker.append_task.AppendQueue): groups in order,
+bounded in bytes, pokes taken with them, and ``join`` only once every group ran."""
+
+from __future__ import annotations
+
+import asyncio
+
+from herald.broker.append_task import AppendQueue
+from herald.broker.group import Pending
+
+
+def _append(content: bytes) -> Pending:
+    return Pending(content, None, None, None)
+
+
+def test_groups_come_in_order_bounded_in_bytes_with_their_pokes():
+    async def main() -> None:
+        queue = AppendQueue(asyncio.get_running_loop())
+        waiting = asyncio.ensure_future(queue.wait())
+        await asyncio.sleep(0)  # wait-ok: one loop turn, in which the waiter starts waiting
+        assert not waiting.done()
+        a, b, c = _append(b"aaaa"), _append(b"bbbb"), _append(b"c")
+        for item in (None, a, b, None, c):
+            queue.put(item)
+        await asyncio.wait_for(waiting, 30)
+        assert queue.take(8) == ([a, b], 3)  # the poke first, then up to 8 bytes
+        assert queue.take(8) == ([c], 2)
+
+        joined = asyncio.ensure_future(queue.join())
+        queue.task_done(3)
+        await asyncio.sleep(0)  # wait-ok: one loop turn; join must still wait for the last group
+        assert not joined.done()
+        queue.task_done(2)
+        await asyncio.wait_for(joined, 30)
+        queue.put(None)
+        assert queue.take(8) == ([], 1)  # a poke alone: an empty group
+
+    asyncio.run(main())
