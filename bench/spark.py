@@ -14,10 +14,8 @@
 - batch and streaming reads under ``local[1]`` and ``local[2]`` in fresh
   processes, over data of their own in several journals, the two processes
   taking turns read by read (`bench.spark_parallel`): the parallel efficiency;
-- sink rows/s, batch (one transaction) and streaming (exactly once, availableNow
-  over text files), vs Spark's ``text`` sinks and vs format ``herald-sink-ceiling``
-  (`bench.spark_sink_ceiling`: a Python sink that drops its Arrow batches — the
-  Python sink API's own ceiling);
+- sink rows/s, batch and streaming, vs Spark's ``text`` sinks and a Python sink
+  that drops its batches (`bench.spark_sink`);
 - dedupe: backlog, live at 10 k events/s, 1 vs 16 journals (`bench.spark_dedupe`).
 
 ``HERALD_BENCH_SPARK_CASES`` (comma-separated subset of reads, parallel, sink,
@@ -40,11 +38,11 @@ from typing import Any
 from bench.runner import Config, Report, measure_interleaved, remove_tree
 from bench.servers import apply, bench_spec, herald_broker
 from bench.spark_dedupe import dedupe_headlines, run_dedupe_cases
+from bench.spark_sink import SINK_CEILING, run_sink_cases
 
 __all__ = ["fill_journal", "run", "spark_session", "stream_figures"]
 
 CEILING = "python source ceiling"
-SINK_CEILING = "python sink ceiling"
 STREAM_WHOLE = "herald, one task per journal"
 UNITS = {"rows_per_s": "rows/s", "batch_rows_per_s": "rows/s", "outside_batches_s": "s", "events_per_s": "events/s",
          "p50_ms": "ms", "p99_ms": "ms", "cores": "cores"}
@@ -98,7 +96,7 @@ def run(config: Config) -> Report:
             if "parallel" in cases:
                 _case(report, "local[1] vs local[2]", lambda: _parallel(report, config, broker.url, scratch))
             if "sink" in cases:
-                _case(report, "sink", lambda: _sink(report, config, spark, broker.url, scratch))
+                _case(report, "sink", lambda: run_sink_cases(report, config, spark, broker.url, scratch))
             if "dedupe" in cases:
                 _case(report, "dedupe", lambda: run_dedupe_cases(report, config, spark, broker.url, scratch, _phase))
     finally:
@@ -287,89 +285,6 @@ def stream_figures(rows: int, df: Any, checkpoint: Path) -> dict[str, float]:
     in_batches = sum(p["durationMs"].get("triggerExecution", 0) for p in query.recentProgress) / 1000
     return {"rows_per_s": rows / wall, "batch_rows_per_s": rows / max(in_batches, 1e-3),
             "outside_batches_s": wall - in_batches}
-
-
-def _sink(report: Report, config: Config, spark: Any, url: str, scratch: Path) -> None:
-    """The batch writer (one transaction) vs Spark's ``text`` writer, then the
-    streaming sink (exactly once, one availableNow batch) vs Spark's streaming file
-    sink, both reading the same text files. Quick runs write 200 k rows, not fewer:
-    every write job carries ≈0.25 s of Spark's own start-up (text's as much as
-    Herald's), which at 60 k rows was most of the figure."""
-    from pyspark.sql import functions as F
-
-    rows = config.scale(300_000, 200_000)
-    apply(url, *(bench_spec(f"bench/spark-sink/{i}") for i in range(2)))
-    df = spark.range(rows, numPartitions=2).select(F.format_string(
-        '{"messageId":"m-%d","type":"track","event":"Order Completed","properties":{"sku":"SKU-%d",'
-        '"revenue":%d.5,"currency":"EUR"}}', "id", "id", "id").alias("value")).cache()
-    df.count()
-    counter = iter(range(10**6))
-
-    def herald_sink():
-        writer = (df.write.format("herald").option("broker", url).option("selector", "prefix=bench/spark-sink/")
-                  .option("mapping", "random").mode("append"))
-        return {"rows_per_s": rows / _wall(writer.save)}
-
-    def text_sink():
-        path = scratch / f"sink-text-{next(counter)}"
-        return {"rows_per_s": rows / _wall(lambda: df.write.mode("overwrite").text(str(path)))}
-
-    def ceiling_sink():
-        return {"rows_per_s": rows / _wall(df.write.format("herald-sink-ceiling").mode("append").save)}
-
-    from bench.spark_sink_ceiling import SinkCeiling
-
-    spark.dataSource.register(SinkCeiling)
-    samples = measure_interleaved(config, {"herald": herald_sink, "spark text": text_sink,
-                                           SINK_CEILING: ceiling_sink}, _runs(config))
-    for system, values in samples.items():
-        report.add(system, "sink (batch write)", values, UNITS)
-    source, warm = scratch / "sink-stream-source", scratch / "sink-stream-warm"
-    df.write.mode("overwrite").text(str(source))
-    df.limit(1000).write.mode("overwrite").text(str(warm))
-    df.unpersist()
-    report.inputs["sink_rows"] = rows
-    _stream_sink(report, config, spark, url, scratch, warm, 1000, runs=1)  # The first streaming sink: workers start.
-    _stream_sink(report, config, spark, url, scratch, source, rows)
-
-
-def _stream_sink(report: Report, config: Config, spark: Any, url: str, scratch: Path, source: Path,
-                 rows: int, runs: int | None = None) -> None:
-    """The streaming sink: an availableNow query over ``source`` (text files of
-    ``rows`` lines) into format ``herald`` (exactly once: ACK intents recorded and
-    appended by the driver) vs into Spark's own streaming ``text`` file sink.
-    With ``runs`` (a warm-up), nothing is reported."""
-    counter = iter(range(10**6))
-
-    def query(fmt: str, **options: str) -> float:
-        state = scratch / f"sink-stream-{source.name}-{next(counter)}"
-        writer = spark.readStream.schema("value string").text(str(source)).writeStream.format(fmt) \
-            .option("checkpointLocation", str(state / "query"))
-        for key, value in options.items():
-            writer = writer.option(key, value)
-
-        def run() -> None:
-            started = writer.trigger(availableNow=True).start()
-            started.awaitTermination()
-            if started.exception() is not None:
-                raise started.exception()
-
-        return rows / _wall(run)
-
-    def herald_stream():
-        return {"rows_per_s": query("herald", broker=url, selector="prefix=bench/spark-sink/", mapping="random")}
-
-    def text_stream():
-        return {"rows_per_s": query("text", path=str(scratch / f"sink-stream-text-{source.name}-{next(counter)}"))}
-
-    def ceiling_stream():
-        return {"rows_per_s": query("herald-sink-ceiling")}
-
-    samples = measure_interleaved(config, {"herald": herald_stream, "spark text": text_stream,
-                                           SINK_CEILING: ceiling_stream}, runs or _runs(config))
-    for system, values in samples.items():
-        if runs is None:
-            report.add(system, "sink (streaming)", values, UNITS)
 
 
 def _headlines(report: Report) -> None:

@@ -30,7 +30,8 @@ def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
     return sorted(m for m in modules if m in names or m.startswith(tuple(f"{n}." for n in names)))
 
 
-@pytest.mark.parametrize("module", ["herald.spark.source", "herald.spark.sink", "herald.spark.reading"])
+@pytest.mark.parametrize("module", ["herald.spark.source", "herald.spark.sink", "herald.spark.sink_tasks",
+                                    "herald.spark.reading"])
 def test_spark_process_modules_import_no_stores_broker_or_cli(module):
     loaded = _loaded(_modules_after(f"import {module}"), NOT_IN_SPARK_PROCESSES)
     assert not loaded, f"{module} imports {loaded}"
@@ -63,3 +64,24 @@ def test_an_unknown_name_is_an_attribute_error():
 
     with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
         herald.client.NoSuchName  # noqa: B018 - the lookup is the test
+
+
+def test_the_sink_commit_side_imports_no_numpy_or_pyarrow():
+    """The sink's commit runners unpickle the data source and its writer and append
+    ACK intents: the data source, its options and the sink's commit side load
+    neither numpy nor pyarrow (the task side, `herald.spark.sink_tasks`, does)."""
+    modules = _modules_after("import herald.spark.datasource, herald.spark.sink, herald.spark.options")
+    assert not _loaded(modules, ("numpy", "pyarrow", "pandas", "herald.spark.sink_tasks", "herald.spark.source",
+                                 "herald.message.publisher", "herald.message.sequencer") + NOT_IN_SPARK_PROCESSES)
+
+
+def test_a_pickled_data_source_unpickles_without_its_readers():
+    """What Spark ships to each of its Python processes: the data source instance."""
+    import pickle
+
+    from herald.spark.datasource import HeraldDataSource
+
+    data = pickle.dumps(HeraldDataSource({"broker": "http://127.0.0.1:1"}))
+    modules = _modules_after(f"import pickle\npickle.loads({data!r})")
+    assert "herald.spark.datasource" in modules
+    assert not _loaded(modules, ("numpy", "pyarrow", "herald.spark.source", "herald.spark.sink_tasks"))

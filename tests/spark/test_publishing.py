@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from herald.message import NDJSONFraming, build_uuid, modulo_mapping, rendezvous_mapping
 from herald.spark.publishing import _by_journal, map_rows, ndjson_lines, ndjson_tails
-from herald.spark.sink import _strip_uuid
+from herald.spark.sink_tasks import _strip_uuid
 
 FRAMING = NDJSONFraming()
 PREFIX = FRAMING._prefix

@@ -10,7 +10,8 @@ import pytest
 from herald.message import modulo_mapping
 from herald.protocol.errors import HeraldError
 from herald.spark.options import HeraldOptions
-from herald.spark.sink import FencedError, SinkCommit, SinkLog, commit_batch, publish_rows
+from herald.spark.sink import FencedError, SinkCommit, SinkLog, commit_batch
+from herald.spark.sink_tasks import publish_rows
 from herald.testing import Producer, make_journals
 from tests.spark.spark_helpers import broker_bytes, herald_read, reference_committed
 

@@ -51,7 +51,7 @@ class AppendSlot:
     def __init__(self, batch: _Batch) -> None:
         self._batch = batch
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         self._batch.buffer += data
 
     @property

@@ -145,7 +145,8 @@ class Publisher:
             self.published += len(bodies)
         return futures
 
-    def publish_uncommitted_framed(self, journal: str, n: int, frame: Callable[[np.ndarray], bytes]) -> Future:
+    def publish_uncommitted_framed(self, journal: str, n: int,
+                                   frame: Callable[[np.ndarray], bytes | memoryview]) -> Future:
         """Publish ``n`` messages to ``journal`` in one slot hold, framed by the
         caller: ``frame(uuids)`` gets their CONTINUE_TXN UUIDs (n × 16 uint8, stamped
         while the slot is held, so UUID order is write order) and returns the ``n``

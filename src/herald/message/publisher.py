@@ -22,12 +22,12 @@ transaction. Reading the time is the driver's job, never this module's.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from herald.message.framing import Framing
+from herald.message.intents import AckIntent
 from herald.message.uuid import ACK_TXN, CONTINUE_TXN, OUTSIDE_TXN, Clock, build_uuid, uuid_suffix
 from herald.protocol.errors import ValidationError
 
@@ -36,15 +36,6 @@ __all__ = ["AckIntent", "PublisherCore"]
 _pack_head = struct.Struct(">IHH").pack
 _UUID_HEAD = np.dtype([("low", ">u4"), ("mid", ">u2"), ("hi", ">u2"), ("suffix", "V8")])
 _TICK, _U64 = 160, (1 << 64) - 1
-
-
-@dataclass(frozen=True, slots=True)
-class AckIntent:
-    """A framed ACK message to append to ``journal`` once the checkpoint holding
-    it has committed."""
-
-    journal: str
-    data: bytes
 
 
 class PublisherCore:

@@ -20,13 +20,28 @@ Design and measurements: docs/spark.md.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from herald.spark.lag import JournalLag, checkpoint_offsets, lag
-from herald.spark.options import HeraldOptions
-from herald.spark.rows import ARROW_SCHEMA, SPARK_SCHEMA
+from herald.lazy import lazy_exports
+
+#: Public name → defining module, loaded on first use (`herald.lazy`): every Python
+#: process Spark starts for a query imports this package on its way to one module
+#: (the sink's commit runner to `herald.spark.sink`), and `rows` means pyarrow.
+_EXPORTS = {
+    "ARROW_SCHEMA": "herald.spark.rows",
+    "HeraldOptions": "herald.spark.options",
+    "JournalLag": "herald.spark.lag",
+    "SPARK_SCHEMA": "herald.spark.rows",
+    "checkpoint_offsets": "herald.spark.lag",
+    "lag": "herald.spark.lag",
+}
 
 __all__ = ["ARROW_SCHEMA", "JournalLag", "SPARK_SCHEMA", "HeraldOptions", "checkpoint_offsets", "lag", "register"]
+
+if TYPE_CHECKING:
+    from herald.spark.lag import JournalLag, checkpoint_offsets, lag
+    from herald.spark.options import HeraldOptions
+    from herald.spark.rows import ARROW_SCHEMA, SPARK_SCHEMA
 
 
 def register(spark: Any, ship: bool | None = None) -> None:
@@ -35,8 +50,11 @@ def register(spark: Any, ship: bool | None = None) -> None:
     local mode, shipped as a zip when missing or on a cluster; ``ship`` forces
     either way). Raises at once, naming the fix, if the workers cannot import a
     dependency — not later, deep in a task, as ``No module named …``."""
-    from herald.spark.source import HeraldDataSource
+    from herald.spark.datasource import HeraldDataSource
     from herald.spark.workers import ensure_importable
 
     ensure_importable(spark, ship)  # before registering: Spark captures includes then
     spark.dataSource.register(HeraldDataSource)
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

@@ -8,7 +8,7 @@ DataFrame (``key``, ``value``) and its batch id, it drives the sink's own
 protocol (`herald.spark.sink`), so the output is exactly once [I-SINK-1]:
 
 1. executors publish the batch's rows as CONTINUE_TXN messages
-   (`herald.spark.sink.publish_rows`, a fresh producer per task attempt) and
+   (`herald.spark.sink_tasks.publish_rows`, a fresh producer per task attempt) and
    return their ACK intents, which the driver collects;
 2. the driver runs `herald.spark.sink.commit_batch`: recover and fence if this
    is a new driver incarnation, record the intents at the batch id
@@ -46,7 +46,8 @@ import pyarrow as pa
 from herald.message import AckIntent
 from herald.protocol.errors import ValidationError
 from herald.spark.options import HeraldOptions
-from herald.spark.sink import SinkCommit, commit_batch, publish_rows
+from herald.spark.sink import SinkCommit, commit_batch
+from herald.spark.sink_tasks import publish_rows
 
 __all__ = ["DRIVER_TOKEN", "BatchPublisher"]
 

@@ -33,35 +33,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from herald.protocol.errors import ValidationError
+from herald.spark.options import parse_json_fields
 
 __all__ = ["COLUMN_PREFIX", "field_columns", "field_text", "fields_schema", "line_columns", "parse_json_fields",
            "with_fields"]
 
 #: ``json_<field>``: Herald's own columns (``timestamp``, ``value``, ``key``) never collide.
 COLUMN_PREFIX = "json_"
-MAX_FIELDS = 64
 _OPEN_BRACE = ord("{")
 _EMPTY = pa.scalar(b"", pa.binary())
 _READ_ERRORS = (pa.ArrowInvalid, UnicodeDecodeError, ValueError)
-
-
-def parse_json_fields(text: str | None) -> tuple[str, ...]:
-    """``jsonFields``: comma separated top-level field names (empty: none)."""
-    if text is None or not text.strip():
-        return ()
-    names = tuple(name.strip() for name in text.split(","))
-    if any(not name for name in names):
-        raise ValidationError("jsonFields", f"want comma separated field names, got an empty one in {text!r}")
-    bad = next((name for name in names if "`" in name), None)
-    if bad is not None:
-        raise ValidationError("jsonFields", f"a field name may not hold a backtick, got {bad!r}")
-    lowered = [name.lower() for name in names]
-    if len(set(lowered)) != len(names):
-        raise ValidationError("jsonFields", f"names a field twice (Spark's column names ignore case): {text!r}")
-    if len(names) > MAX_FIELDS:
-        raise ValidationError("jsonFields", f"want at most {MAX_FIELDS} fields, got {len(names)}")
-    return names
 
 
 def fields_schema(fields: Sequence[str]) -> str:

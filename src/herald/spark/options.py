@@ -20,13 +20,12 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from herald.client import BrokerClient, ClientSecurity
-from herald.message import MAPPINGS
 from herald.message.decode_errors import DecodeErrors, OnDecodeError
+from herald.message.mapping import MAPPINGS
 from herald.protocol.errors import ValidationError
 from herald.protocol.labels import LabelSelector
-from herald.spark.fields import parse_json_fields
 
-__all__ = ["KNOWN_OPTIONS", "HeraldOptions"]
+__all__ = ["KNOWN_OPTIONS", "MAX_FIELDS", "HeraldOptions", "parse_json_fields"]
 
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 
@@ -46,6 +45,7 @@ KAFKA_EQUIVALENTS = {
     "startingoffsetsbytimestamp": "startingOffsets", "endingoffsetsbytimestamp": "endingOffsets",
 }
 BROKER_CONNECT_TIMEOUT_S = 3.0
+MAX_FIELDS = 64  # jsonFields
 
 
 def check_known(options: Mapping[str, str]) -> None:
@@ -123,6 +123,26 @@ def _brokers(text: str | None) -> tuple[str, ...]:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValidationError("broker", f"want http(s)://host:port, got {url!r}")
     return urls
+
+
+def parse_json_fields(text: str | None) -> tuple[str, ...]:
+    """``jsonFields``: comma separated top-level field names (empty: none). Here,
+    not in `herald.spark.fields` (pyarrow), because every process that parses
+    options — the sink's commit runner too — imports this module."""
+    if text is None or not text.strip():
+        return ()
+    names = tuple(name.strip() for name in text.split(","))
+    if any(not name for name in names):
+        raise ValidationError("jsonFields", f"want comma separated field names, got an empty one in {text!r}")
+    bad = next((name for name in names if "`" in name), None)
+    if bad is not None:
+        raise ValidationError("jsonFields", f"a field name may not hold a backtick, got {bad!r}")
+    lowered = [name.lower() for name in names]
+    if len(set(lowered)) != len(names):
+        raise ValidationError("jsonFields", f"names a field twice (Spark's column names ignore case): {text!r}")
+    if len(names) > MAX_FIELDS:
+        raise ValidationError("jsonFields", f"want at most {MAX_FIELDS} fields, got {len(names)}")
+    return names
 
 
 def _state_location(options: Mapping[str, str]) -> str:

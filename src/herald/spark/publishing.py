@@ -32,7 +32,11 @@ _STOP = (1 << 31) - 1  # binary_slice needs an explicit stop (pyarrow 26)
 #: import, would import pandas (pyarrow checks for it, ~0.16 s) into every process
 #: that merely unpickles the sink — the driver's planner and commit workers.
 _NEWLINE, _NOTHING = b"\n", b""
-_SPACES = np.array([0x20, 0x09, 0x0D, 0x0A, 0x0B, 0x0C], dtype=np.uint8)
+#: Bytes that may not follow a body's opening brace on the fast path: JSON
+#: whitespace and ``}`` (an empty object: ``encode`` writes it differently). A
+#: 256-entry table, so the check is one gather (`np.isin` sorted per batch).
+_NOT_AFTER_BRACE = np.zeros(256, dtype=bool)
+_NOT_AFTER_BRACE[[0x20, 0x09, 0x0D, 0x0A, 0x0B, 0x0C, 0x7D]] = True
 
 
 def _buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -70,26 +74,35 @@ def ndjson_tails(values: pa.Array, prefix: bytes) -> pa.Array | None:
         return None
     plen, width = len(prefix), len(prefix) + 38
     leads = np.zeros(len(vals), dtype=bool)  # Begins with the UUID field.
-    room = np.flatnonzero(lengths >= plen)
-    if len(room):
-        heads = np.lib.stride_tricks.sliding_window_view(data, plen)[starts[room]]
-        leads[room] = (heads == np.frombuffer(prefix, np.uint8)).all(axis=1)
+    leads[_starting_with(data, starts, np.flatnonzero(lengths >= plen), prefix)] = True
     copied = leads & (lengths > width)
     at = starts[copied]
     copied[copied] = (data[at + plen + 36] == 0x22) & (data[at + plen + 37] == 0x2C)
     if (leads & ~copied).any():
         return None
     skip = np.where(copied, width, 1)
-    if np.isin(data[starts + skip], _SPACES).any() or (data[starts + skip] == 0x7D).any():
-        return None  # An empty object: encode writes it differently.
+    if _NOT_AFTER_BRACE[data[starts + skip]].any():
+        return None
     tails = pc.binary_slice(vals, 1, _STOP)
     if copied.any():
         tails = pc.if_else(pa.array(copied), pc.binary_slice(vals, width, _STOP), tails)
     return tails
 
 
-def ndjson_lines(prefix: bytes, uuids: np.ndarray, tails: pa.Array) -> bytes:
-    """``prefix`` + UUID text + ``",`` + tail + ``\\n`` for every row, as one bytes."""
+def _starting_with(data: np.ndarray, starts: np.ndarray, rows: np.ndarray, prefix: bytes) -> np.ndarray:
+    """Those of ``rows`` whose bytes at ``starts`` begin with ``prefix``: one byte
+    position at a time over the rows still matching (a gather each), not an
+    n × len(prefix) window copy — most bodies part from the prefix at its second byte."""
+    for k, byte in enumerate(prefix):
+        if not len(rows):
+            break
+        rows = rows[data[starts[rows] + k] == byte]
+    return rows
+
+
+def ndjson_lines(prefix: bytes, uuids: np.ndarray, tails: pa.Array) -> memoryview:
+    """``prefix`` + UUID text + ``",`` + tail + ``\\n`` for every row, as one
+    buffer (a view of the Arrow result: the append slot copies it once)."""
     n, plen = len(tails), len(prefix)
     heads = np.empty((n, plen + 38), dtype=np.uint8)
     heads[:, :plen] = np.frombuffer(prefix, np.uint8)
@@ -100,7 +113,7 @@ def ndjson_lines(prefix: bytes, uuids: np.ndarray, tails: pa.Array) -> bytes:
     lines = pc.binary_join_element_wise(head_array, tails, pa.scalar(_NEWLINE, pa.binary()),
                                         pa.scalar(_NOTHING, pa.binary()))
     line_offsets, _ = _buffers(lines)
-    return bytes(memoryview(lines.buffers()[2])[line_offsets[0]:line_offsets[-1]])
+    return memoryview(lines.buffers()[2]).cast("B")[line_offsets[0]:line_offsets[-1]]  # Arrow's format is "b"
 
 
 def map_rows(mapping: str, names: list[str], keys: pa.Array | None, n: int,

@@ -2,10 +2,10 @@
 
 Commit order (each step durable before the next):
 
-1. Tasks (executors, `write`) publish every row as a CONTINUE_TXN message under
-   a fresh ProducerID per task attempt and return the attempt's ACK intents. A
-   failed or abandoned attempt's messages are never acknowledged, so
-   read-committed readers never see them.
+1. Tasks (executors, `write`: `herald.spark.sink_tasks`) publish every row as a
+   CONTINUE_TXN message under a fresh ProducerID per task attempt and return the
+   attempt's ACK intents. A failed or abandoned attempt's messages are never
+   acknowledged, so read-committed readers never see them.
 2. The driver's ``commit(messages, batchId)`` first *recovers* if this is a new
    driver incarnation (its token differs from the fence record): it re-appends
    the last recorded intents — delivering a batch whose ACKs a crash may have
@@ -25,11 +25,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import itertools
 import json
 import logging
 import os
-import random
 import socket
 import time
 from collections import defaultdict
@@ -37,32 +35,25 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from herald.client import AppendService, BrokerClient, Publisher
+from herald.client import BrokerClient
 from herald.client.transient import retry_transient
-from herald.message import (
-    ACK_TXN,
-    AckIntent,
-    Clock,
-    ProducerID,
-    build_uuid,
-    framing_for_labels,
-)
-from herald.protocol.errors import HeraldError, Status, ValidationError
+from herald.message.framing import framing_for_labels
+from herald.message.intents import AckIntent
+from herald.message.uuid import ACK_TXN, Clock, ProducerID, build_uuid
+from herald.protocol.errors import HeraldError, Status
 from herald.protocol.labels import LabelSet
 from herald.spark.options import HeraldOptions
-from herald.spark.publishing import publish_bulk
 from herald.spark.state import atomic_write
 from herald.spark.worker_gc import freeze_imports
 
-__all__ = [
-    "BatchWriter", "FencedError", "SinkCommit", "SinkLog", "StreamWriter", "commit_batch", "driver_token",
-    "publish_rows",
-]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["BatchWriter", "FencedError", "SinkCommit", "SinkLog", "StreamWriter", "commit_batch", "driver_token"]
 
 log = logging.getLogger(__name__)
 #: How long the driver retries an ACK append through transient broker errors (a
@@ -78,78 +69,6 @@ class SinkCommit(WriterCommitMessage):
     intents: list[tuple[str, bytes]] = field(default_factory=list)
     rows: int = 0
     producer: str = ""
-
-
-# -- tasks ---------------------------------------------------------------------------------
-
-
-def _strip_uuid(prefix: bytes, body: bytes) -> bytes:
-    """Drop a UUID the body already carries (a journal → journal copy), so the
-    new message has exactly one: the one stamped here."""
-    if body.startswith(prefix):
-        rest = body[len(prefix) + 36:]
-        if rest.startswith(b'",'):
-            return b"{" + rest[2:]
-        if rest.startswith(b'"}'):
-            return b"{}"
-    return body
-
-
-def _as_bytes(column: pa.Array | None, n: int) -> list[bytes | None]:
-    if column is None:
-        return [None] * n
-    values = column.to_pylist()
-    return [v.encode() if isinstance(v, str) else (None if v is None else bytes(v)) for v in values]
-
-
-def publish_rows(opts: HeraldOptions, batches: Iterable[pa.RecordBatch], seed: int) -> SinkCommit:
-    """Executor: publish each row's ``value`` (mapped by ``key``, if any; a random
-    journal without one) as a CONTINUE_TXN message of a fresh producer, through a
-    `Publisher` on an `AppendService` (appends pipelined per journal, the next batch
-    of bytes in flight while the previous one commits); returns its ACK intents.
-    Every append must have succeeded before the intents are returned.
-
-    A task with no rows (a shuffle partition the batch left empty; every task of
-    an idle micro-batch) returns an empty commit without touching the brokers:
-    no producer, nothing to acknowledge."""
-    freeze_imports()
-    remaining = (batch for batch in batches if batch.num_rows)
-    first = next(remaining, None)
-    if first is None:
-        return SinkCommit()
-    prefix = b'{"' + opts.uuid_field.encode() + b'":"'
-    rows, futures = 0, set()
-    with opts.client() as client, AppendService(client, max_batch_bytes=opts.append_bytes) as service:
-        infos = client.list(opts.selector)
-        if not infos:
-            raise ValidationError("selector", f"{opts.selector!r} matches no journals to write to")
-        publisher = Publisher(service, infos, mapping=opts.mapping, rnd=random.Random(seed),
-                              uuid_field=opts.uuid_field)
-        rng = np.random.default_rng(seed)
-        for batch in itertools.chain((first,), remaining):
-            bulk = publish_bulk(publisher, batch, opts.uuid_field, opts.mapping, rng)
-            if bulk is not None:
-                futures |= bulk
-                rows += batch.num_rows
-                continue
-            names = batch.schema.names
-            values = _as_bytes(batch.column(names.index("value")), batch.num_rows)
-            keys = _as_bytes(batch.column(names.index("key")) if "key" in names else None, batch.num_rows)
-            futures |= publisher.publish_uncommitted_batch(
-                (key, _strip_uuid(prefix, value or b"")) for key, value in zip(keys, values))
-            rows += batch.num_rows
-        publisher.flush()
-        for future in futures:
-            future.result()  # a failed append fails the task: its intents are never recorded
-        intents = [(i.journal, i.data) for i in publisher.build_ack_intents()]
-    return SinkCommit(intents, rows, publisher.producer.hex())
-
-
-def _seed() -> int:
-    from pyspark import TaskContext
-
-    ctx = TaskContext.get()
-    return ctx.taskAttemptId() if ctx else int.from_bytes(os.urandom(4), "big")
 
 
 # -- driver --------------------------------------------------------------------------------
@@ -345,10 +264,13 @@ class StreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
         """Executor, once per task attempt."""
-        return publish_rows(self.opts, iterator, _seed())
+        from herald.spark.sink_tasks import publish_rows, task_seed
+
+        return publish_rows(self.opts, iterator, task_seed())
 
     def commit(self, messages: list[SinkCommit | None], batchId: int) -> None:
         """Driver, once per batch (again for a replayed batch): see module doc."""
+        freeze_imports()  # the commit runner is a reused worker, collected after each commit (worker_gc)
         commit_batch(self.opts, driver_token(), messages, batchId)
 
     def abort(self, messages: list[SinkCommit | None], batchId: int) -> None:
@@ -364,10 +286,13 @@ class BatchWriter(DataSourceArrowWriter):
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
-        return publish_rows(self.opts, iterator, _seed())
+        from herald.spark.sink_tasks import publish_rows, task_seed
+
+        return publish_rows(self.opts, iterator, task_seed())
 
     def commit(self, messages: list[SinkCommit | None]) -> None:
         """Driver: every journal's ACKs at once (repeating one is harmless)."""
+        freeze_imports()
         intents = (AckIntent(j, d) for m in messages if m is not None for j, d in m.intents)
         grouped = _grouped(intents)
         if grouped:

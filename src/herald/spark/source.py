@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -34,7 +34,8 @@ from herald.message import Checkpoint, Envelope, Sequencer, framing_for, sequenc
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming, content_type_of
 from herald.spark.budget import row_budget_ends, sampler_of, share_bytes
-from herald.spark.keys import schema_with_key, with_keys
+from herald.spark.datasource import HeraldDataSource
+from herald.spark.keys import with_keys
 from herald.spark.offsets import check_data_loss, clip_pieces, held_range, journal_range, selected_heads
 from herald.spark.options import HeraldOptions
 from herald.spark.reading import (
@@ -49,7 +50,7 @@ from herald.spark.reading import (
     scan_batches,
     split_committed,
 )
-from herald.spark.rows import SPARK_SCHEMA, RowBuffer
+from herald.spark.rows import RowBuffer
 from herald.spark.slices import (
     MIN_PART_BYTES,
     StreamSlice,
@@ -70,38 +71,6 @@ DEFAULT_CONTENT_TYPE = NDJSONFraming.content_type
 def _content_types(client: BrokerClient, selector: str) -> dict[str, str]:
     """Journal name → content type, for the journals ``selector`` picks."""
     return {info.name: content_type_of(info.spec.labels) for info in client.list(selector)}
-
-
-class HeraldDataSource(DataSource):
-    """Format ``herald``: journals as a Spark source and an exactly-once sink.
-    Runs wherever Spark instantiates it (driver and workers); holds only options."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "herald"
-
-    def schema(self) -> str:
-        return schema_with_key(SPARK_SCHEMA, self.options)
-
-    def reader(self, schema: object) -> DataSourceReader:
-        return BatchReader(HeraldOptions.parse(self.options, streaming=False))
-
-    def streamReader(self, schema: object) -> DataSourceStreamReader:
-        opts = HeraldOptions.parse(self.options, streaming=True)
-        opts.require_state("a streaming read (sequencer snapshots)")
-        return StreamReader(opts)
-
-    def writer(self, schema: object, overwrite: bool):  # noqa: ANN201 — pyspark's type
-        from herald.spark.sink import BatchWriter
-
-        return BatchWriter(HeraldOptions.parse(self.options, streaming=False), schema)
-
-    def streamWriter(self, schema: object, overwrite: bool):  # noqa: ANN201
-        from herald.spark.sink import StreamWriter
-
-        opts = HeraldOptions.parse(self.options, streaming=True)
-        opts.require_state("the exactly-once sink (ACK intent records); set checkpointLocation")
-        return StreamWriter(opts, schema)
 
 
 # -- batch ---------------------------------------------------------------------------------

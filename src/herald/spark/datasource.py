@@ -1,0 +1,76 @@
+"""`HeraldDataSource`: format ``herald``, the class Spark registers and pickles.
+
+Every Python process Spark starts for a query unpickles it first — the read
+planner, the source runner, the writer's planner, the sink's commit runner, the
+tasks — and then asks it for the one reader or writer it runs. So this module
+imports only the options (no pyarrow, no numpy: a commit runner appends ACK
+intents and needs neither; issue 15 measured numpy + pyarrow at 0.07–0.11 s of
+a fresh process) and each factory imports its own side: readers from
+`herald.spark.source`, writers from `herald.spark.sink` (whose task side,
+`herald.spark.sink_tasks`, loads in the executors only).
+
+The factories run in reused workers (all but the stream's source runner), which
+PySpark collects after every call: they freeze the process's objects out of
+those collections first (`herald.spark.worker_gc`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import DataSource
+
+from herald.spark.options import HeraldOptions
+from herald.spark.worker_gc import freeze_imports
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader
+
+    from herald.spark.sink import BatchWriter, StreamWriter
+
+__all__ = ["HeraldDataSource"]
+
+
+class HeraldDataSource(DataSource):
+    """Format ``herald``: journals as a Spark source and an exactly-once sink.
+    Runs wherever Spark instantiates it (driver and workers); holds only options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "herald"
+
+    def schema(self) -> str:
+        from herald.spark.keys import schema_with_key
+        from herald.spark.rows import SPARK_SCHEMA
+
+        return schema_with_key(SPARK_SCHEMA, self.options)
+
+    def reader(self, schema: object) -> DataSourceReader:
+        from herald.spark.source import BatchReader
+
+        freeze_imports()  # a read planner: a reused worker, collected after each job (worker_gc)
+        return BatchReader(HeraldOptions.parse(self.options, streaming=False))
+
+    def streamReader(self, schema: object) -> DataSourceStreamReader:
+        from herald.spark.source import StreamReader
+
+        # No freeze: the source runner is a fresh process per query, not a reused
+        # worker (no collection after each call), and a first freeze's collection
+        # would sit on the query's start-up.
+        opts = HeraldOptions.parse(self.options, streaming=True)
+        opts.require_state("a streaming read (sequencer snapshots)")
+        return StreamReader(opts)
+
+    def writer(self, schema: object, overwrite: bool) -> BatchWriter:
+        from herald.spark.sink import BatchWriter
+
+        freeze_imports()  # the writer's planner (write_into_data_source), once per job
+        return BatchWriter(HeraldOptions.parse(self.options, streaming=False), schema)
+
+    def streamWriter(self, schema: object, overwrite: bool) -> StreamWriter:
+        from herald.spark.sink import StreamWriter
+
+        freeze_imports()  # the writer's planner and the sink's commit runner, once per micro-batch
+        opts = HeraldOptions.parse(self.options, streaming=True)
+        opts.require_state("the exactly-once sink (ACK intent records); set checkpointLocation")
+        return StreamWriter(opts, schema)

@@ -1,0 +1,97 @@
+"""The exactly-once sink's task side: rows → CONTINUE_TXN messages (executors).
+
+Step 1 of the commit order in `herald.spark.sink`: each task attempt publishes
+its rows under a fresh producer and returns the ACK intents that would commit
+them; the driver records and appends those. Apart from the commit side because
+this side needs numpy, pyarrow and the Publisher, which the commit runner —
+a fresh Python process per query — must not pay for.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from herald.client import AppendService, Publisher
+from herald.protocol.errors import ValidationError
+from herald.spark.options import HeraldOptions
+from herald.spark.publishing import publish_bulk
+from herald.spark.sink import SinkCommit
+from herald.spark.worker_gc import freeze_imports
+
+__all__ = ["publish_rows", "task_seed"]
+
+
+def _strip_uuid(prefix: bytes, body: bytes) -> bytes:
+    """Drop a UUID the body already carries (a journal → journal copy), so the
+    new message has exactly one: the one stamped here."""
+    if body.startswith(prefix):
+        rest = body[len(prefix) + 36:]
+        if rest.startswith(b'",'):
+            return b"{" + rest[2:]
+        if rest.startswith(b'"}'):
+            return b"{}"
+    return body
+
+
+def _as_bytes(column: pa.Array | None, n: int) -> list[bytes | None]:
+    if column is None:
+        return [None] * n
+    values = column.to_pylist()
+    return [v.encode() if isinstance(v, str) else (None if v is None else bytes(v)) for v in values]
+
+
+def publish_rows(opts: HeraldOptions, batches: Iterable[pa.RecordBatch], seed: int) -> SinkCommit:
+    """Executor: publish each row's ``value`` (mapped by ``key``, if any; a random
+    journal without one) as a CONTINUE_TXN message of a fresh producer, through a
+    `Publisher` on an `AppendService` (appends pipelined per journal, the next batch
+    of bytes in flight while the previous one commits); returns its ACK intents.
+    Every append must have succeeded before the intents are returned.
+
+    A task with no rows (a shuffle partition the batch left empty; every task of
+    an idle micro-batch) returns an empty commit without touching the brokers:
+    no producer, nothing to acknowledge."""
+    freeze_imports()
+    remaining = (batch for batch in batches if batch.num_rows)
+    first = next(remaining, None)
+    if first is None:
+        return SinkCommit()
+    prefix = b'{"' + opts.uuid_field.encode() + b'":"'
+    rows, futures = 0, set()
+    with opts.client() as client, AppendService(client, max_batch_bytes=opts.append_bytes) as service:
+        infos = client.list(opts.selector)
+        if not infos:
+            raise ValidationError("selector", f"{opts.selector!r} matches no journals to write to")
+        publisher = Publisher(service, infos, mapping=opts.mapping, rnd=random.Random(seed),
+                              uuid_field=opts.uuid_field)
+        rng = np.random.default_rng(seed)
+        for batch in itertools.chain((first,), remaining):
+            bulk = publish_bulk(publisher, batch, opts.uuid_field, opts.mapping, rng)
+            if bulk is not None:
+                futures |= bulk
+                rows += batch.num_rows
+                continue
+            names = batch.schema.names
+            values = _as_bytes(batch.column(names.index("value")), batch.num_rows)
+            keys = _as_bytes(batch.column(names.index("key")) if "key" in names else None, batch.num_rows)
+            futures |= publisher.publish_uncommitted_batch(
+                (key, _strip_uuid(prefix, value or b"")) for key, value in zip(keys, values))
+            rows += batch.num_rows
+        publisher.flush()
+        for future in futures:
+            future.result()  # a failed append fails the task: its intents are never recorded
+        intents = [(i.journal, i.data) for i in publisher.build_ack_intents()]
+    return SinkCommit(intents, rows, publisher.producer.hex())
+
+
+def task_seed() -> int:
+    """This task attempt's id (a fresh producer and mapping draw per attempt)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return ctx.taskAttemptId() if ctx else int.from_bytes(os.urandom(4), "big")
