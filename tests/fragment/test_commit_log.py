@@ -72,10 +72,11 @@ def _open(data_dir: Path, opened: list[CommitLog]) -> CommitLog:
     return log
 
 
-def _spools(data_dir: Path, n: int) -> list[Spool]:
+def _spools(log: CommitLog, n: int) -> list[Spool]:
+    """``n`` spools under the log's data dir, given the log as a broker's journals give it."""
     pool = DescriptorPool(budget_fds=64)
-    return [Spool(data_dir / "spools" / f"j{i}", f"j{i}", 0, CompressionCodec.NONE, LabelSet(), pool=pool)
-            for i in range(n)]
+    return [Spool(log.data_dir / "spools" / f"j{i}", f"j{i}", 0, CompressionCodec.NONE, LabelSet(), pool=pool,
+                  commit_log=log) for i in range(n)]
 
 
 def _forget_unsynced(spool: Spool) -> None:
@@ -89,7 +90,7 @@ def _forget_unsynced(spool: Spool) -> None:
 def test_replay_restores_every_logged_group(data_dir):
     root, opened = data_dir
     log = _open(root, opened)
-    spools = _spools(root, 4)
+    spools = _spools(log, 4)
     big = b"B" * INLINE_BYTES
     groups = [[b"one\n"], [b"two\n", b"three\n"], [big], [b"four\n"]]
     for group in groups:
@@ -126,7 +127,7 @@ def test_replay_restores_every_logged_group(data_dir):
 def test_records_of_persisted_spools_are_skipped(data_dir):
     root, opened = data_dir
     log = _open(root, opened)
-    kept, persisted = _spools(root, 2)
+    kept, persisted = _spools(log, 2)
     write_round([GroupWrite(s, [b"x\n"], LabelSet(), 1.0) for s in (kept, persisted)])
     persisted.remove_files()
     _forget_unsynced(kept)
@@ -142,7 +143,7 @@ def test_a_full_segment_is_checkpointed_and_replaced(data_dir, monkeypatch):
     syncs: list[tuple[str, int]] = []
     log = CommitLog.open(root, lambda kind, n: syncs.append((kind, n)))
     opened.append(log)
-    spools = _spools(root, 2)
+    spools = _spools(log, 2)
     for i in range(40):
         write_round([GroupWrite(s, [b"%03d" % i + b"." * 200 + b"\n"], LabelSet(), 1.0) for s in spools])
     log._idle.wait(10)
@@ -157,12 +158,33 @@ def test_a_round_of_one_group_syncs_in_place(data_dir):
     """One group: its two fdatasyncs run side by side (see `herald.fragment.rounds`
     for why the log does not take it)."""
     root, opened = data_dir
-    _open(root, opened)
-    (spool,) = _spools(root, 1)
+    (spool,) = _spools(_open(root, opened), 1)
     writes = [GroupWrite(spool, [b"alone\n"], LabelSet(), 1.0)]
     assert logged_to(writes) is None and round_syncs(writes) == (2, 0)
     write_round(writes)
     assert b"alone" not in b"".join(p.read_bytes() for p in (root / LOG_DIR).iterdir())
+
+
+def test_two_data_dirs_in_one_process_never_share_a_log(data_dir):
+    """Two brokers' data dirs in one process (the same layout under each): a round
+    goes to the log its spools were given, never the other's; a round mixing both,
+    or of spools whose log is closed, syncs in place."""
+    root, opened = data_dir
+    logs = [_open(root / name, opened) for name in ("a", "b")]
+    spools = [_spools(log, 2) for log in logs]
+    for log, own, line in zip(logs, spools, (b"a\n", b"b\n")):
+        assert logged_to([GroupWrite(s, [line], LabelSet(), 1.0) for s in own]) is log
+        write_round([GroupWrite(s, [line], LabelSet(), 1.0) for s in own])
+    mixed = [GroupWrite(own[0], [b"mixed\n"], LabelSet(), 1.0) for own in spools]
+    assert logged_to(mixed) is None
+    write_round(mixed)
+    for log, line in zip(logs, (b"a\n", b"b\n")):
+        logged = [r for p in log.directory.iterdir() for r in decode_records(p.read_bytes())]
+        assert sorted((r.directory, r.data) for r in logged) == [("spools/j0", line), ("spools/j1", line)]
+    logs[0].close()
+    closed = [GroupWrite(s, [b"c\n"], LabelSet(), 1.0) for s in spools[0]]
+    assert logged_to(closed) is None
+    assert write_round(closed) == [[hashlib.sha1(b"c\n").hexdigest()]] * 2
 
 
 def test_segments_grow_ahead_of_the_rounds(data_dir):
@@ -170,7 +192,7 @@ def test_segments_grow_ahead_of_the_rounds(data_dir):
     round wrote always stays below the durable size."""
     root, opened = data_dir
     log = _open(root, opened)
-    spools = _spools(root, 2)  # two groups a round: always logged
+    spools = _spools(log, 2)  # two groups a round: always logged
     for i in range(8):
         write_round([GroupWrite(s, [b"%d" % i + b"g" * (100 << 10)], LabelSet(), 1.0) for s in spools])
         log._worker.drain()
@@ -206,7 +228,7 @@ def test_a_power_cut_loses_no_round_logged_or_checkpointed(powercut, monkeypatch
     monkeypatch.setattr(writeback, "WRITEBACK_BYTES", writeback_bytes)
     root = powercut.mount / "data"
     log = CommitLog.open(root)
-    spools = _spools(root, 3)
+    spools = _spools(log, 3)
     expected = b""
     for i in range(62):
         if i >= 60:  # the last round lands in a segment no checkpoint will sync
@@ -292,7 +314,7 @@ def _one_logged_round(powercut) -> tuple[Path, CommitLog, list[Spool], list]:
     logged in each, and their marks after it."""
     root = powercut.mount / "data"
     log = CommitLog.open(root)
-    spools = _spools(root, 2)
+    spools = _spools(log, 2)
     write_round([GroupWrite(s, [b"one\n"], LabelSet(), 1.0) for s in spools])
     return root, log, spools, [s.mark() for s in spools]
 

@@ -8,7 +8,8 @@ holds the owner's pid, so a refused broker can name the one in its way.
 
 The owner also owns the data dir's commit log (`herald.fragment.commit_log`): taking
 the lock replays what the last run logged into its spools, before any journal
-recovers them, and opens the log that this run's sync rounds append to.
+recovers them, and opens this run's log as ``commit_log``, which the broker hands to
+each journal it opens (and they to their spools): nothing finds it by path.
 """
 
 from __future__ import annotations

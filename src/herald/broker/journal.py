@@ -39,6 +39,7 @@ from herald.broker.primary_pipeline import PipelinedPrimary
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
 from herald.broker.tasks import TaskSet
+from herald.fragment.commit_log import CommitLog
 from herald.fragment.fdpool import retry_out_of_descriptors
 from herald.fragment.health import StoreHealth, health_of
 from herald.fragment.index import Index, Located
@@ -60,8 +61,11 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
     replica's side of replication (writes a primary sends) is `ReplicaSide`."""
 
     def __init__(self, spec: JournalSpec, data_dir: Path, stores: list[Store],
-                 lease_ok: Callable[[], bool] = lambda: True):
+                 lease_ok: Callable[[], bool] = lambda: True, commit_log: CommitLog | None = None):
         self.spec = spec
+        # The data dir's commit log (its owner's, herald.broker.datadir), given to each
+        # spool this journal creates; None (a journal on its own): spools sync in place.
+        self._commit_log = commit_log
         # Whether this broker may still acknowledge (its etcd lease cannot have expired):
         # checked before every group is written, so a broker resumed from a pause past
         # its lease acknowledges nothing, even before it learns the lease is gone.
@@ -98,12 +102,13 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
 
     @classmethod
     async def open(cls, spec: JournalSpec, data_dir: Path, stores: list[Store],
-                   lease_ok: Callable[[], bool] = lambda: True, persist_recovered: bool = True) -> Journal:
+                   lease_ok: Callable[[], bool] = lambda: True, persist_recovered: bool = True,
+                   commit_log: CommitLog | None = None) -> Journal:
         """Recover local spools, list the stores and start serving. Blocks on disk I/O.
 
         With ``persist_recovered=False`` the recovered spools wait for
         `persist_recovered` (a starting broker serves first, then uploads)."""
-        journal = cls(spec, data_dir, stores, lease_ok)
+        journal = cls(spec, data_dir, stores, lease_ok, commit_log)
         await journal._recover()
         if persist_recovered:
             journal.persist_recovered()
@@ -116,7 +121,6 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         # thousands of journals (issue 19 §1). The spool directory is created with
         # the first spool's files, so a journal never written has none.
         loop = asyncio.get_running_loop()
-        codec = self.spec.fragment.compression_codec
         recovered, registers, listing = await loop.run_in_executor(None, self._recover_blocking)
         if isinstance(listing, OSError):  # a store that is down must not keep the broker from starting
             log.warning("journal=%s store listing failed at start (retrying): %s", self.spec.name, listing)
@@ -127,7 +131,7 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
             self.index.add_local(spool.fragment, spool.path)
         self._recovered = [Completed(s.fragment, s.path, s.commits_path) for s in recovered]
         head = max([self.index.end_offset] + [s.fragment.end for s in recovered])
-        new_spool = partial(Spool, self.directory, self.spec.name, head, codec, registers)
+        new_spool = partial(self._new_spool, head, registers)
         # Only registers make a new spool write (a commit record carrying them).
         self._spool = await loop.run_in_executor(None, new_spool) if len(registers) else new_spool()
 
@@ -309,7 +313,7 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
 
     def _new_spool(self, begin: int, registers: LabelSet) -> Spool:
         return Spool(self.directory, self.spec.name, begin, self.spec.fragment.compression_codec,
-                     registers)
+                     registers, commit_log=self._commit_log)
 
     def _replace_spool(self, successor: Spool) -> None:
         """Retire the current spool for ``successor``, which the caller already opened:

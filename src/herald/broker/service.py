@@ -173,7 +173,8 @@ class Broker:
         if journal is None:
             journal = self.journals[name] = await Journal.open(entry.spec, self.settings.data_dir, stores,
                                                                lease_ok=self.may_acknowledge,
-                                                               persist_recovered=self._started)
+                                                               persist_recovered=self._started,
+                                                               commit_log=self._data_dir_lock.commit_log)
             log.info("serving journal", extra={"journal": name, "write_head": journal.write_head})
         elif journal.spec != entry.spec:
             journal.update_spec(entry.spec, stores)

@@ -32,6 +32,12 @@ exactly as if every round had synced them [I-FRAG-2]. Replay writes the same byt
 at the same places, so a crash during it is harmless: the segments stay until it
 completes.
 
+Who uses it: the data dir's owner opens it (`herald.broker.datadir`) and the broker
+hands it to each journal, which gives it to every spool it creates
+(``Spool(..., commit_log=...)``); a round is logged only when one open log covers
+all its spools (`herald.fragment.rounds.logged_to`). It is passed, not looked up by
+path, so two brokers (or tests) in one process never log into each other's.
+
 Blocking throughout: `append` runs on the sync round thread
 (`herald.fragment.rounds`).
 """
@@ -55,7 +61,7 @@ from herald.durable import fsync_directory, make_durable_dirs
 from herald.fragment.commit_log_worker import LogWorker, checkpoint, write_back_file
 from herald.fragment.writeback import chunks_completed
 
-__all__ = ["CommitLog", "LogRecord", "commit_log_for", "decode_records", "frame"]
+__all__ = ["CommitLog", "LogRecord", "decode_records", "frame"]
 
 log = logging.getLogger(__name__)
 
@@ -135,11 +141,12 @@ class CommitLog:
         self._growing = False  # growth ahead submitted, not yet done
         self.replayed = 0
         self._broken: OSError | None = None  # see _forget
+        self.closed = False  # see close
 
     @classmethod
     def open(cls, data_dir: Path, count_syncs: Callable[[str, int], object] = lambda kind, n: None) -> CommitLog:
-        """Replay what a previous run left, then start a fresh segment and register
-        the log for the spools under ``data_dir`` (`commit_log_for`). Blocking."""
+        """Replay what a previous run left, then start a fresh segment. Blocking: run
+        it before any spool under ``data_dir`` recovers."""
         commit_log = cls(data_dir, count_syncs)
         make_durable_dirs(commit_log.directory)
         from herald.fragment.commit_log_replay import replay_segments  # one concept each
@@ -150,16 +157,12 @@ class CommitLog:
         for path in segments:
             path.unlink()
         fsync_directory(commit_log.directory)
-        _LOGS[commit_log.data_dir] = commit_log
-        _BY_DIRECTORY.clear()
         return commit_log
 
     def close(self) -> None:
         """Stop logging (the broker is stopping): later rounds sync spools in place.
         Segments stay until the next start replays them."""
-        if _LOGS.get(self.data_dir) is self:
-            del _LOGS[self.data_dir]
-            _BY_DIRECTORY.clear()
+        self.closed = True  # rounds that have not yet chosen the log no longer do
         self._worker.stop()
         with self._segment_lock:
             fd, self._fd = self._fd, -1
@@ -312,18 +315,3 @@ def _grow_step(allocated: int) -> int:
 def _pwrite_all(fd: int, buffers: Sequence[bytes], offset: int) -> None:
     from herald.fragment.rounds import pwrite_all
     pwrite_all(fd, buffers, offset)
-
-
-_LOGS: dict[Path, CommitLog] = {}
-_BY_DIRECTORY: dict[Path, CommitLog | None] = {}
-
-
-def commit_log_for(spool_directory: Path) -> CommitLog | None:
-    """The open commit log covering spools in ``spool_directory``
-    (``<data-dir>/spools/<journal>``), or None: they sync in place."""
-    try:
-        return _BY_DIRECTORY[spool_directory]
-    except KeyError:
-        found = _LOGS.get(spool_directory.parent.parent)
-        _BY_DIRECTORY[spool_directory] = found
-        return found

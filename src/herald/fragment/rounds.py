@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from herald.fragment.commit_log import INLINE_BYTES, CommitLog, commit_log_for, frame
+from herald.fragment.commit_log import INLINE_BYTES, CommitLog, frame
 from herald.fragment.fdatasyncs import SYNCS, PendingSync
 from herald.fragment.syncfs import syncfs, syncs_whole_file_system
 from herald.protocol.errors import HeraldError
@@ -68,12 +68,12 @@ def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | Hera
 
 def logged_to(writes: Sequence[GroupWrite]) -> CommitLog | None:
     """The commit log that makes ``writes`` durable, if the round has `LOG_MIN_GROUPS`
-    groups and one log covers all their spools (a broker's,
+    groups and their spools were all given one open log (a broker's,
     `herald.fragment.commit_log`); else None: they sync in place."""
     if len(writes) < LOG_MIN_GROUPS:
         return None
-    commit_log = commit_log_for(writes[0].spool.directory)
-    if commit_log is None or any(commit_log_for(w.spool.directory) is not commit_log for w in writes):
+    commit_log = writes[0].spool.commit_log
+    if commit_log is None or commit_log.closed or any(w.spool.commit_log is not commit_log for w in writes):
         return None
     return commit_log
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from herald.durable import fsync_directory, make_durable_dirs
+from herald.fragment.commit_log import CommitLog
 from herald.fragment.commits import encode_record
 from herald.fragment.fdatasyncs import SYNCS
 from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_descriptors
@@ -72,8 +73,11 @@ class Spool:
 
     def __init__(self, directory: Path, journal: str, begin: int, codec: CompressionCodec,
                  registers: LabelSet, first_append_unix: float | None = None,
-                 pool: DescriptorPool | None = None):
+                 pool: DescriptorPool | None = None, commit_log: CommitLog | None = None):
         self.directory = directory
+        # The data dir's commit log, if its owner opened one: rounds of several groups
+        # go through it (herald.fragment.rounds); None: this spool syncs in place.
+        self.commit_log = commit_log
         self.journal = journal
         self.begin = begin
         self.end = begin
