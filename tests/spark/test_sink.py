@@ -163,3 +163,32 @@ def test_batch_write_is_one_transaction_all_or_nothing(spark, broker, client):
     assert reference_committed(client, out) == []  # None visible...
     df.write.format("herald").option("broker", broker.url).option("selector", "app=sink5").mode("append").save()
     assert _bodies(reference_committed(client, out)) == list(range(100))  # ...then all.
+
+
+def test_a_journal_joining_the_selector_is_written_from_the_next_micro_batch(spark, broker, client, tmp_path):
+    """Each micro-batch's planner lists the selected journals once and ships the
+    list to its tasks (`plan_journals`): a journal created while the query runs
+    receives rows from the next micro-batch on, exactly once like the others."""
+    [first] = make_journals(broker, "sink7/out-0", labels={"app": "sink7"})
+    src = tmp_path / "in"
+    src.mkdir()
+
+    def add_file(name: str, ns: range) -> None:  # Renamed in: the file source never sees half a file.
+        (tmp_path / name).write_text("\n".join(json.dumps({"n": n}) for n in ns) + "\n")
+        (tmp_path / name).rename(src / name)
+
+    add_file("a.txt", range(40))
+    query = (spark.readStream.text(str(src)).writeStream.format("herald").option("broker", broker.url)
+             .option("selector", "app=sink7").option("mapping", "random")
+             .option("checkpointLocation", str(tmp_path / "ck")).start())
+    try:
+        query.processAllAvailable()
+        assert _bodies(reference_committed(client, first)) == list(range(40))
+        [second] = make_journals(broker, "sink7/out-1", labels={"app": "sink7"})
+        add_file("b.txt", range(40, 100))
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    later = reference_committed(client, second)
+    assert later  # 60 rows drawn at random over two journals: all on one has odds 2⁻⁶⁰.
+    assert _bodies(_committed_outputs(client, [first, second])) == list(range(100))

@@ -62,15 +62,16 @@ class HeraldDataSource(DataSource):
         return StreamReader(opts)
 
     def writer(self, schema: object, overwrite: bool) -> BatchWriter:
-        from herald.spark.sink import BatchWriter
+        from herald.spark.sink import BatchWriter, plan_journals
 
         freeze_imports()  # the writer's planner (write_into_data_source), once per job
-        return BatchWriter(HeraldOptions.parse(self.options, streaming=False), schema)
+        opts = HeraldOptions.parse(self.options, streaming=False)
+        return BatchWriter(opts, schema, plan_journals(opts))
 
     def streamWriter(self, schema: object, overwrite: bool) -> StreamWriter:
-        from herald.spark.sink import StreamWriter
+        from herald.spark.sink import StreamWriter, plan_journals
 
         freeze_imports()  # the writer's planner and the sink's commit runner, once per micro-batch
         opts = HeraldOptions.parse(self.options, streaming=True)
         opts.require_state("the exactly-once sink (ACK intent records); set checkpointLocation")
-        return StreamWriter(opts, schema)
+        return StreamWriter(opts, schema, plan_journals(opts))

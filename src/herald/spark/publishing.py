@@ -85,7 +85,9 @@ def ndjson_tails(values: pa.Array, prefix: bytes) -> pa.Array | None:
         return None
     tails = pc.binary_slice(vals, 1, _STOP)
     if copied.any():
-        tails = pc.if_else(pa.array(copied), pc.binary_slice(vals, width, _STOP), tails)
+        bits = pa.py_buffer(np.packbits(copied, bitorder="little"))
+        mask = pa.Array.from_buffers(pa.bool_(), len(copied), [None, bits])
+        tails = pc.if_else(mask, pc.binary_slice(vals, width, _STOP), tails)
     return tails
 
 
@@ -165,10 +167,17 @@ def _by_journal(tails: pa.Array, index: np.ndarray, journals: int) -> list[tuple
     sort and one ``take``, then zero-copy slices (not a scan and a take per journal)."""
     if journals == 1 or not len(index) or (index == index[0]).all():
         return [(int(index[0]), tails)] if len(index) else []
-    order = np.argsort(index, kind="stable")
+    order = np.argsort(index, kind="stable").astype(np.int64, copy=False)
     counts = np.bincount(index, minlength=journals)
-    grouped, groups, at = tails.take(pa.array(order)), [], 0
+    grouped, groups, at = tails.take(_int64_array(order)), [], 0
     for j in np.flatnonzero(counts).tolist():
         groups.append((j, grouped.slice(at, int(counts[j]))))
         at += int(counts[j])
     return groups
+
+
+def _int64_array(values: np.ndarray) -> pa.Array:
+    """An int64 numpy array as Arrow, zero copy (masks are built likewise) — not ``pa.array``, whose first
+    call in a process imports pandas (pyarrow probes for it): ≈ 0.3 s of a sink
+    task's first write in a fresh Python worker, on the job's critical path."""
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from herald.client import BrokerClient
+from herald.client import BrokerClient, JournalInfo
 from herald.client.transient import retry_transient
 from herald.message.framing import framing_for_labels
 from herald.message.intents import AckIntent
@@ -53,7 +53,8 @@ from herald.spark.worker_gc import freeze_imports
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["BatchWriter", "FencedError", "SinkCommit", "SinkLog", "StreamWriter", "commit_batch", "driver_token"]
+__all__ = ["BatchWriter", "FencedError", "SinkCommit", "SinkLog", "StreamWriter", "commit_batch", "driver_token",
+           "plan_journals"]
 
 log = logging.getLogger(__name__)
 #: How long the driver retries an ACK append through transient broker errors (a
@@ -256,17 +257,29 @@ def _on_every_journal(work: Callable[[str], None], journals: list[str]) -> None:
             done.result()
 
 
+def plan_journals(opts: HeraldOptions) -> tuple[JournalInfo, ...]:
+    """Planner (driver, once per job or micro-batch): the journals the selector
+    matches, listed once and pickled into the writer, so its tasks skip a broker
+    round trip each. A journal that joins the selector later is written from the
+    next micro-batch (or the next batch job) on; the commit needs no list of its
+    own (it acknowledges, and fences, the journals the tasks' intents name)."""
+    with opts.client() as client:
+        return tuple(client.list(opts.selector))
+
+
 class StreamWriter(DataSourceStreamArrowWriter):
     """``writeStream.format("herald")``: tasks publish, the driver commits."""
 
-    def __init__(self, opts: HeraldOptions, schema: object = None) -> None:
+    def __init__(self, opts: HeraldOptions, schema: object = None,
+                 journals: tuple[JournalInfo, ...] | None = None) -> None:
         self.opts = opts
+        self.journals = journals  # the planner's listing (plan_journals); None: each task lists
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
         """Executor, once per task attempt."""
         from herald.spark.sink_tasks import publish_rows, task_seed
 
-        return publish_rows(self.opts, iterator, task_seed())
+        return publish_rows(self.opts, iterator, task_seed(), self.journals)
 
     def commit(self, messages: list[SinkCommit | None], batchId: int) -> None:
         """Driver, once per batch (again for a replayed batch): see module doc."""
@@ -282,13 +295,15 @@ class BatchWriter(DataSourceArrowWriter):
     """``write.format("herald")``: one transaction for the whole job — each
     journal receives all its ACKs in one append after every task succeeded."""
 
-    def __init__(self, opts: HeraldOptions, schema: object = None) -> None:
+    def __init__(self, opts: HeraldOptions, schema: object = None,
+                 journals: tuple[JournalInfo, ...] | None = None) -> None:
         self.opts = opts
+        self.journals = journals  # as StreamWriter's
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
         from herald.spark.sink_tasks import publish_rows, task_seed
 
-        return publish_rows(self.opts, iterator, task_seed())
+        return publish_rows(self.opts, iterator, task_seed(), self.journals)
 
     def commit(self, messages: list[SinkCommit | None]) -> None:
         """Driver: every journal's ACKs at once (repeating one is harmless)."""

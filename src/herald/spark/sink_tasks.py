@@ -12,12 +12,12 @@ from __future__ import annotations
 import itertools
 import os
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from herald.client import AppendService, Publisher
+from herald.client import AppendService, JournalInfo, Publisher
 from herald.protocol.errors import ValidationError
 from herald.spark.options import HeraldOptions
 from herald.spark.publishing import publish_bulk
@@ -46,7 +46,8 @@ def _as_bytes(column: pa.Array | None, n: int) -> list[bytes | None]:
     return [v.encode() if isinstance(v, str) else (None if v is None else bytes(v)) for v in values]
 
 
-def publish_rows(opts: HeraldOptions, batches: Iterable[pa.RecordBatch], seed: int) -> SinkCommit:
+def publish_rows(opts: HeraldOptions, batches: Iterable[pa.RecordBatch], seed: int,
+                 journals: Sequence[JournalInfo] | None = None) -> SinkCommit:
     """Executor: publish each row's ``value`` (mapped by ``key``, if any; a random
     journal without one) as a CONTINUE_TXN message of a fresh producer, through a
     `Publisher` on an `AppendService` (appends pipelined per journal, the next batch
@@ -55,7 +56,8 @@ def publish_rows(opts: HeraldOptions, batches: Iterable[pa.RecordBatch], seed: i
 
     A task with no rows (a shuffle partition the batch left empty; every task of
     an idle micro-batch) returns an empty commit without touching the brokers:
-    no producer, nothing to acknowledge."""
+    no producer, nothing to acknowledge. ``journals``: the planner's listing
+    (`herald.spark.sink.plan_journals`), or None to list here."""
     freeze_imports()
     remaining = (batch for batch in batches if batch.num_rows)
     first = next(remaining, None)
@@ -64,7 +66,7 @@ def publish_rows(opts: HeraldOptions, batches: Iterable[pa.RecordBatch], seed: i
     prefix = b'{"' + opts.uuid_field.encode() + b'":"'
     rows, futures = 0, set()
     with opts.client() as client, AppendService(client, max_batch_bytes=opts.append_bytes) as service:
-        infos = client.list(opts.selector)
+        infos = client.list(opts.selector) if journals is None else journals
         if not infos:
             raise ValidationError("selector", f"{opts.selector!r} matches no journals to write to")
         publisher = Publisher(service, infos, mapping=opts.mapping, rnd=random.Random(seed),
