@@ -262,9 +262,12 @@ def plan_journals(opts: HeraldOptions) -> tuple[JournalInfo, ...]:
     matches, listed once and pickled into the writer, so its tasks skip a broker
     round trip each. A journal that joins the selector later is written from the
     next micro-batch (or the next batch job) on; the commit needs no list of its
-    own (it acknowledges, and fences, the journals the tasks' intents name)."""
+    own (it acknowledges, and fences, the journals the tasks' intents name).
+    Retried through transient broker errors: Spark retries a failed task, but a
+    failed planner fails the whole batch."""
     with opts.client() as client:
-        return tuple(client.list(opts.selector))
+        return retry_transient(lambda: tuple(client.list(opts.selector)), COMMIT_DEADLINE_S,
+                               "list the output journals")
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
