@@ -393,3 +393,10 @@ class Spool:
         self.close()
         for path in (self.path, self.commits_path):
             path.unlink(missing_ok=True)
+
+
+def write_and_sync(spool: Spool, contents: list[bytes], registers: LabelSet,
+                    now_unix: float) -> list[str]:
+    """Write a group's bodies, make them durable and commit them in one sync round
+    (`Spool.append_group`); per-body SHA1s (blocking: run it in an executor)."""
+    return spool.append_group(contents, registers, now_unix)
