@@ -18,7 +18,6 @@ Runs in an executor thread; the asyncio side is `herald.broker.sync_rounds`.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 from collections.abc import Callable, Sequence
@@ -51,12 +50,11 @@ LOG_MIN_GROUPS = 2
 def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | HeraldError]:
     """Make every group of a round durable together; each one's body SHA1s, or the
     error that failed it (and only it). Blocking: run it in an executor."""
-    if (commit_log := logged_to(writes)) is not None:
-        return _logged_round(writes, commit_log)
-    with contextlib.ExitStack() as pins:
-        for write in writes:
-            write.step(functools.partial(pins.enter_context, write.spool.holding_descriptors()))
-        if uses_syncfs(writes):
+    pinned = [write for write in writes if write.pin()]
+    try:
+        if (commit_log := logged_to(writes)) is not None:
+            _write_then_log(writes, commit_log)
+        elif uses_syncfs(writes):
             _write_then_syncfs(writes)
         else:
             for write in writes:
@@ -64,6 +62,9 @@ def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | Hera
             for write in writes:
                 write.step(functools.partial(write.write_record, sync_here=write is writes[-1]))
         return [_outcome(write) for write in writes]
+    finally:
+        for write in pinned:
+            write.unpin()
 
 
 def logged_to(writes: Sequence[GroupWrite]) -> CommitLog | None:
@@ -93,34 +94,25 @@ def uses_syncfs(writes: Sequence[GroupWrite]) -> bool:
     return len(writes) >= SYNCFS_MIN_GROUPS and syncs_whole_file_system(writes[0].spool.directory.parent)
 
 
-def _logged_round(writes: Sequence[GroupWrite], commit_log: CommitLog) -> list[list[str] | OSError | HeraldError]:
-    """A round made durable by the commit log: every group's data and commit line to
-    the page cache, then one record each in the log and one fdatasync of it. A
-    group of `INLINE_BYTES` or more is not copied into the log: its data fdatasync
-    runs beside the log's. A failed log write fails every group of the round. Once
-    logged, the write-back of what the round left dirty may start
-    (`herald.fragment.writeback`).
+def _write_then_log(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None:
+    """Every group's data to the page cache, then one record each in the commit log
+    and one fdatasync of it for the round; the commit lines are left to the log
+    (`CommitLog.defer`). A group of `INLINE_BYTES` or more is not copied into the
+    log: its data fdatasync runs beside the log's, and the round's lines are then
+    written in place (that sync may still fail the round once logged). A failed log
+    write fails every group of the round. Once logged, the write-back of what the
+    round left dirty may start (`herald.fragment.writeback`).
 
-    One pass per group, its descriptors pinned without a context manager: with many
-    journals a round holds about one append per group, so this is paid per append
-    (21 us of the round thread's Python and syscalls per group before, measured on
-    15-group rounds; see the commit)."""
-    pinned = [write for write in writes if write.pin()]
-    # Lines wait in memory only if nothing can take the round back once logged (a
-    # large group's in-place sync could: `_in_place_sync_failure`).
+    One pass per group: with many journals a round holds about one append per
+    group, so this is paid per append."""
     defer = all(write.size < INLINE_BYTES for write in writes)
-    try:
-        frames, written = [], []
-        for write in writes:
-            if write.error is None and (parts := write.write_logged(commit_log, defer)) is not None:
-                frames.append(parts)
-                written.append(write)
-        if written:
-            _log_written(written, frames, commit_log)
-        return [_outcome(write) for write in writes]
-    finally:
-        for write in pinned:
-            write.unpin()
+    frames, written = [], []
+    for write in writes:
+        if write.error is None and (parts := write.write_logged(commit_log, defer)) is not None:
+            frames.append(parts)
+            written.append(write)
+    if written:
+        _log_written(written, frames, commit_log)
 
 
 def _log_written(written: list[GroupWrite], frames: list[list[bytes]], commit_log: CommitLog) -> None:
@@ -213,8 +205,8 @@ class GroupWrite:
 
     def pin(self) -> bool:
         """Hold the spool's descriptors for the round (as ``holding_descriptors``,
-        without its generator: paid per group); False, with the error kept, if they
-        could not be opened."""
+        without its generator and an ExitStack: paid per group); False, with the
+        error kept for `finish`, if they could not be opened."""
         spool = self.spool
         try:
             if not spool._created:
