@@ -18,7 +18,7 @@ from herald.fragment import commit_log as commit_log_module
 from herald.fragment import writeback
 from herald.fragment.commit_log import INLINE_BYTES, LOG_DIR, CommitLog, LogRecord, decode_records, frame
 from herald.fragment.commit_log_replay import replay_segments
-from herald.fragment.commit_log_worker import write_back_file
+from herald.fragment.commit_log_worker import write_back_file, write_lines
 from herald.fragment.fdpool import DescriptorPool
 from herald.fragment.rounds import GroupWrite, logged_to, round_syncs, write_round
 from herald.fragment.spool import Spool
@@ -330,3 +330,32 @@ def _after_power_cut(powercut, root: Path, spools: list[Spool], log: CommitLog) 
     reopened = CommitLog.open(root)
     reopened.close()
     return reopened.replayed
+
+
+def test_deferred_lines_land_in_place_and_a_removed_file_is_skipped(tmp_path):
+    """`write_lines` (the helper thread's part of `CommitLog.defer`): lines in any
+    order, adjacent ones in one write, each at its offset; a commits file removed
+    meanwhile (its spool persisted) is nothing to write."""
+    commits = tmp_path / "a.commits"
+    commits.write_bytes(bytes(32))
+    write_lines([(commits, 4, b"two\n"), (tmp_path / "gone.commits", 0, b"x\n"),
+                 (commits, 20, b"far\n"), (commits, 0, b"one\n")])
+    assert commits.read_bytes() == b"one\ntwo\n" + bytes(12) + b"far\n" + bytes(8)
+    assert not (tmp_path / "gone.commits").exists()
+
+
+def test_logged_lines_reach_their_files_by_flush(data_dir):
+    """A logged round's commit lines wait in memory; `flush_lines` (a journal
+    closing) writes them, and spools then recover from their own files with no
+    replay. (Before a checkpoint they are written too: the power-cut test above
+    fails otherwise.)"""
+    root, opened = data_dir
+    log = _open(root, opened)
+    spools = _spools(log, 3)
+    for i in range(5):
+        write_round([GroupWrite(s, [b"%d\n" % i], LabelSet(), 1.0) for s in spools])
+    log.flush_lines()
+    assert not log.lines_pending
+    for spool in spools:
+        (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+        assert found.fragment.end == 10

@@ -156,6 +156,10 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         if self._queue is not None:
             self._queue.put(None)
             await self._queue.join()
+        if self._commit_log is not None and self._commit_log.lines_pending:
+            # Its spools' commit lines left to the log (herald.fragment.commit_log.defer)
+            # reach their files: a journal opened again in this process recovers from them.
+            await asyncio.get_running_loop().run_in_executor(None, self._commit_log.flush_lines)
         try:
             self._roll()
         except (OSError, HeraldError) as err:  # the spool stays on disk, recovered at the next start

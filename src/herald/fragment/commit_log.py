@@ -5,9 +5,13 @@ its appends are acknowledged [I-APPEND-3]. Synced where they live, that is two
 fdatasyncs per journal per round (the spool and its ``.commits`` file); 32
 journals' worth cost 2.2 ms against 0.12 ms for one file's write+fdatasync. Here a
 round appends one record per group to one file, ``<data-dir>/commitlog/<seq>.log``,
-and fdatasyncs only that file; the spools and commits files are written (page
-cache) but not synced per round. Rounds of a single group keep their two
-concurrent in-place fdatasyncs (`herald.fragment.rounds` says why).
+and fdatasyncs only that file; the spools are written (page cache) but not synced
+per round. Commit lines are not even written by the round (`CommitLog.defer`): the
+log holds them, and the helper thread writes them to their commits files in
+batches — only recovery reads those files, after the replay has written every
+logged line, and a checkpoint writes them before it syncs. Rounds of a single
+group keep their two concurrent in-place fdatasyncs (`herald.fragment.rounds`
+says why).
 
 A record names the spool (its directory under the data dir and its begin offset),
 where the group's bytes go in the spool file, the commit line and where it goes in
@@ -58,7 +62,7 @@ from pathlib import Path
 import crc32c
 
 from herald.durable import fsync_directory, make_durable_dirs
-from herald.fragment.commit_log_worker import LogWorker, checkpoint, write_back_file
+from herald.fragment.commit_log_worker import LogWorker, checkpoint, write_back_file, write_lines
 from herald.fragment.writeback import chunks_completed
 
 __all__ = ["CommitLog", "LogRecord", "decode_records", "frame"]
@@ -75,6 +79,9 @@ SEGMENT_BYTES = 64 << 20
 #: fdatasync that must journal a size change costs several times one that does not.
 FIRST_GROW_BYTES = 1 << 20
 MAX_GROW_BYTES = 8 << 20
+#: Commit lines of logged groups wait in memory (the log holds them durably) and go
+#: to their commits files in batches of this many, on the helper thread.
+LINE_BATCH = 256
 _FRAME = struct.Struct("<II")  # payload length, CRC32C of the payload
 _HEAD = struct.Struct("<QQQHH")  # spool begin, data offset, line offset, directory and line lengths
 _ZERO_FRAME = bytes(_FRAME.size)
@@ -140,7 +147,12 @@ class CommitLog:
         self._segment_lock = threading.Lock()  # the segment's descriptor and size: rounds vs growth ahead
         self._growing = False  # growth ahead submitted, not yet done
         self.replayed = 0
-        self._broken: OSError | None = None  # see _forget
+        # Logged groups' commit lines not yet in their commits files: (path, offset, line).
+        self._lines: list[tuple[Path, int, bytes]] = []
+        self._lines_lock = threading.Lock()  # rounds defer, journals closing flush
+        self._batches_unwritten = 0  # batches handed to the helper thread, not yet written
+        self._broken: OSError | None = None  # see _forget and _write_lines
+        self._lines_failed: OSError | None = None  # see _write_lines
         self.closed = False  # see close
 
     @classmethod
@@ -163,6 +175,7 @@ class CommitLog:
         """Stop logging (the broker is stopping): later rounds sync spools in place.
         Segments stay until the next start replays them."""
         self.closed = True  # rounds that have not yet chosen the log no longer do
+        self._submit_lines()
         self._worker.stop()
         with self._segment_lock:
             fd, self._fd = self._fd, -1
@@ -176,10 +189,14 @@ class CommitLog:
             name = self._names[spool_directory] = str(spool_directory.relative_to(self.data_dir)).encode()
         return name
 
-    def append(self, frames: Sequence[list[bytes]], directories: Sequence[Path]) -> tuple[int, int]:
+    def append(self, frames: Sequence[list[bytes]], directories: Sequence[Path],
+               lines: Sequence[tuple[Path, int, bytes]] = ()) -> tuple[int, int]:
         """Write a round's records and fdatasync the segment: once this returns, every
         group in ``frames`` is durable [I-APPEND-3]. ``directories``: the spool
-        directories they write, synced by the next checkpoint. On OSError nothing of
+        directories they write, synced by the next checkpoint. ``lines``: commit lines
+        (commits file, offset, line) the round left to the log, written to their
+        files later (`defer`); only a round that cannot be taken back after this
+        returns (no in-place sync of its own) may pass them. On OSError nothing of
         the round counts: its records are zeroed (best effort) and later rounds go to
         a new segment, so replay never reads past them into a later round's records.
         Returns the records' place (offset, size) for `forget`."""
@@ -204,6 +221,8 @@ class CommitLog:
             self.count_syncs("fdatasync", 1)
         self._pos = at + size
         self._dirty.update(directories)
+        if lines:  # before a rotation below: its checkpoint must find them written
+            self.defer(lines)
         if self._pos >= SEGMENT_BYTES and self._idle.is_set():
             self._rotate()
         elif self._allocated - self._pos < _grow_step(self._allocated) // 2 and not self._growing:
@@ -217,6 +236,52 @@ class CommitLog:
         the helper thread (`herald.fragment.writeback`)."""
         if (span := chunks_completed(at, size)) is not None:
             self._worker.submit(functools.partial(write_back_file, path, *span))
+
+    def defer(self, lines: Sequence[tuple[Path, int, bytes]]) -> None:
+        """Commit lines already durable in the log, to be written to their commits
+        files in a batch by the helper thread: one syscall per group less on the
+        round thread, where a round of many journals holds about one append per
+        group. Readers never read commits files; recovery does, after replay (which
+        writes every logged line), and a checkpoint runs after the lines of its
+        segment (same thread, submitted first)."""
+        with self._lines_lock:
+            self._lines.extend(lines)
+            full = len(self._lines) >= LINE_BATCH
+        if full:
+            self._submit_lines()
+
+    @property
+    def lines_pending(self) -> bool:
+        """Whether some deferred line may not be in its commits file yet."""
+        return bool(self._lines or self._batches_unwritten)
+
+    def flush_lines(self) -> None:
+        """Every deferred line in its commits file (page cache) once this returns:
+        a journal that closes leaves its spools to be recovered from their files.
+        Blocking (waits for the helper thread's queue)."""
+        self._submit_lines()
+        self._worker.drain()
+
+    def _submit_lines(self) -> None:
+        with self._lines_lock:
+            batch, self._lines = self._lines, []
+            self._batches_unwritten += bool(batch)
+        if batch:
+            self._worker.submit(functools.partial(self._write_lines, batch))
+
+    def _write_lines(self, batch: list[tuple[Path, int, bytes]]) -> None:
+        """On the helper thread. A line that cannot be written must not be lost with
+        its segment: the log then refuses rounds and no checkpoint deletes a segment
+        (the next start replays them)."""
+        try:
+            write_lines(batch)
+        except OSError as err:
+            log.error("commit log: deferred commit lines could not be written; refusing appends "
+                      "until restart (the log keeps them for replay): %s", err)
+            self._broken = self._lines_failed = err
+        finally:
+            with self._lines_lock:
+                self._batches_unwritten -= 1
 
     def forget(self, at: int, size: int) -> None:
         """Take back the round `append` logged at ``(at, size)``, durably, because a
@@ -295,11 +360,14 @@ class CommitLog:
             self._seq += 1
             self._start_segment()
         self._idle.clear()
+        self._submit_lines()  # the checkpoint syncs commits files: their lines go first
         self._worker.submit(functools.partial(self._checkpoint, sealed, directories))
 
     def _checkpoint(self, segment: Path, directories: set[Path]) -> None:
         """On the helper thread: `checkpoint` a sealed segment; idle again after."""
         try:
+            if self._lines_failed is not None:  # deferred lines may be missing: keep it for replay
+                raise self._lines_failed
             checkpoint(self.data_dir, self.directory, segment, directories, self.count_syncs)
         except OSError as err:  # the segment stays: the next start replays it
             log.error("commit log checkpoint failed (segment kept for replay): %s", err)

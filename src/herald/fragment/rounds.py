@@ -18,7 +18,6 @@ Runs in an executor thread; the asyncio side is `herald.broker.sync_rounds`.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 from collections.abc import Callable, Sequence
@@ -51,9 +50,8 @@ LOG_MIN_GROUPS = 2
 def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | HeraldError]:
     """Make every group of a round durable together; each one's body SHA1s, or the
     error that failed it (and only it). Blocking: run it in an executor."""
-    with contextlib.ExitStack() as pins:
-        for write in writes:
-            write.step(functools.partial(pins.enter_context, write.spool.holding_descriptors()))
+    pinned = [write for write in writes if write.pin()]
+    try:
         if (commit_log := logged_to(writes)) is not None:
             _write_then_log(writes, commit_log)
         elif uses_syncfs(writes):
@@ -64,6 +62,9 @@ def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | Hera
             for write in writes:
                 write.step(functools.partial(write.write_record, sync_here=write is writes[-1]))
         return [_outcome(write) for write in writes]
+    finally:
+        for write in pinned:
+            write.unpin()
 
 
 def logged_to(writes: Sequence[GroupWrite]) -> CommitLog | None:
@@ -94,21 +95,31 @@ def uses_syncfs(writes: Sequence[GroupWrite]) -> bool:
 
 
 def _write_then_log(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None:
-    """Every group's data and commit line to the page cache, then one record each in
-    the commit log and one fdatasync of it for the round. A group of `INLINE_BYTES`
-    or more is not copied into the log: its data fdatasync runs beside the log's. A
-    failed log write fails every group of the round. Once logged, the write-back of
-    what the round left dirty may start (`herald.fragment.writeback`)."""
+    """Every group's data to the page cache, then one record each in the commit log
+    and one fdatasync of it for the round; the commit lines are left to the log
+    (`CommitLog.defer`). A group of `INLINE_BYTES` or more is not copied into the
+    log: its data fdatasync runs beside the log's, and the round's lines are then
+    written in place (that sync may still fail the round once logged). A failed log
+    write fails every group of the round. Once logged, the write-back of what the
+    round left dirty may start (`herald.fragment.writeback`).
+
+    One pass per group: with many journals a round holds about one append per
+    group, so this is paid per append."""
+    defer = all(write.size < INLINE_BYTES for write in writes)
+    frames, written = [], []
     for write in writes:
-        write.step(functools.partial(write.write_data, sync=write.size >= INLINE_BYTES))
-    for write in writes:
-        write.step(functools.partial(write.write_record, sync_here=False, sync_later=False))
-    written = [write for write in writes if write.error is None]
-    if not written:
-        return
+        if write.error is None and (parts := write.write_logged(commit_log, defer)) is not None:
+            frames.append(parts)
+            written.append(write)
+    if written:
+        _log_written(written, frames, commit_log)
+
+
+def _log_written(written: list[GroupWrite], frames: list[list[bytes]], commit_log: CommitLog) -> None:
+    """One log record per written group and one fdatasync (`CommitLog.append`)."""
     try:
-        place = commit_log.append([write.log_frame(commit_log) for write in written],
-                                  [write.spool.directory for write in written])
+        lines = [(write.spool.commits_path, write._line_at, write._line) for write in written if write.deferred]
+        place = commit_log.append(frames, [write.spool.directory for write in written], lines)
         failed = _in_place_sync_failure(written)
         if failed is not None:  # its logged line must never be replayed over a later group's
             commit_log.forget(*place)
@@ -182,6 +193,7 @@ class GroupWrite:
         self._fragment_sum = ""
         self.size = sum(map(len, contents))
         self._data_at = self._line_at = 0
+        self.deferred = False  # its commit line left to the commit log (write_logged)
 
     def step(self, action: Callable[[], object]) -> None:
         """Run one step unless an earlier one failed; a failure is kept for `finish`."""
@@ -190,6 +202,43 @@ class GroupWrite:
                 action()
             except (OSError, HeraldError) as err:  # re-raised by finish, once the syncs under way are done
                 self.error = err
+
+    def pin(self) -> bool:
+        """Hold the spool's descriptors for the round (as ``holding_descriptors``,
+        without its generator and an ExitStack: paid per group); False, with the
+        error kept for `finish`, if they could not be opened."""
+        spool = self.spool
+        try:
+            if not spool._created:
+                spool._create_files()
+            spool._pool._pin(spool)
+        except (OSError, HeraldError) as err:
+            self.error = err
+            return False
+        return True
+
+    def unpin(self) -> None:
+        self.spool._pool._unpin(self.spool)
+
+    def write_logged(self, commit_log: CommitLog, defer: bool) -> list[bytes] | None:
+        """Steps 1 and 2 for a logged round (no sync but a large group's data sync),
+        then this group's log record; None after a failure (kept for `finish`).
+        ``defer``: the commit line is left to the log (`CommitLog.defer`) unless it
+        needs the commits file to grow first."""
+        try:
+            self.write_data(sync=self.size >= INLINE_BYTES)
+            spool = self.spool
+            self._sums = spool._hash(self.contents)
+            self._line, self._first, self._fragment_sum = spool._record_line(self.registers, self.now_unix)
+            self._line_at = spool._commits_pos
+            if defer and self._line_at + len(self._line) <= spool._commits_allocated:
+                self.deferred = True
+            else:
+                spool._put_record(self._line, sync=False)
+            return self.log_frame(commit_log)
+        except (OSError, HeraldError) as err:
+            self.error = err
+            return None
 
     def write_data(self, sync: bool = True) -> None:
         """``sync``: start the data's fdatasync in the pool (else the round syncs)."""
@@ -218,7 +267,8 @@ class GroupWrite:
         spool = self.spool
         if self.size < INLINE_BYTES:
             commit_log.start_writeback(spool.path, self._data_at, self.size)
-        commit_log.start_writeback(spool.commits_path, self._line_at, len(self._line))
+        if not self.deferred:  # a deferred line's write-back starts once written
+            commit_log.start_writeback(spool.commits_path, self._line_at, len(self._line))
 
     def log_frame(self, commit_log: CommitLog) -> list[bytes]:
         """This group's commit log record, once its data and line are written: the
