@@ -194,7 +194,7 @@ def test_streamed_reads_ask_the_socket_for_a_mebibyte_at_a_time(client, broker):
 
 def test_a_plain_http_client_loads_no_ca_bundle_and_trusts_no_tls():
     """A fresh process's first client (each stream query's Spark source runner) skips
-    the 40-110 ms CA bundle when its address is ``http://``; TLS through that context
+    the 15-40 ms CA bundle when its address is ``http://``; TLS through that context
     fails verification rather than passing unverified. ``https://`` keeps the default."""
     import ssl
 
