@@ -190,3 +190,18 @@ def test_streamed_reads_ask_the_socket_for_a_mebibyte_at_a_time(client, broker):
             return connection(reader._response).READ_NUM_BYTES
 
     assert asyncio.run(read_async()) == READ_RECV_BYTES
+
+
+def test_a_plain_http_client_loads_no_ca_bundle_and_trusts_no_tls():
+    """A fresh process's first client (each stream query's Spark source runner) skips
+    the 15-40 ms CA bundle when its address is ``http://``; TLS through that context
+    fails verification rather than passing unverified. ``https://`` keeps the default."""
+    import ssl
+
+    from herald.client import ClientSecurity
+
+    plain = ClientSecurity().verify("http://127.0.0.1:8080")
+    assert plain.cert_store_stats()["x509_ca"] == 0
+    assert (plain.verify_mode, plain.check_hostname) == (ssl.CERT_REQUIRED, True)
+    secure = ClientSecurity().verify("https://broker.example:8443")
+    assert secure is ClientSecurity().verify("HTTPS://other:1") and secure.cert_store_stats()["x509_ca"] > 0

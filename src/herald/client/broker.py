@@ -139,7 +139,7 @@ class BrokerClient(_Methods):
     def __init__(self, address: str = DEFAULT_ADDRESS, timeout_s: float = 30.0,
                  security: ClientSecurity | None = None) -> None:
         super().__init__(address, timeout_s, security)
-        self.http = httpx.Client(base_url=self.address, timeout=timeout_s, **self.security.httpx_options())
+        self.http = httpx.Client(base_url=self.address, timeout=timeout_s, **self.security.httpx_options(self.address))
 
     def _run(self, op: ops.Operation[Any]) -> Any:
         try:
@@ -173,7 +173,7 @@ class AsyncBrokerClient(_Methods):
                  security: ClientSecurity | None = None) -> None:
         super().__init__(address, timeout_s, security)
         self.http = httpx.AsyncClient(base_url=self.address, timeout=timeout_s,
-                                      **self.security.httpx_options())
+                                      **self.security.httpx_options(self.address))
 
     async def _run(self, op: ops.Operation[Any]) -> Any:
         try:

@@ -33,6 +33,15 @@ def _default_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+@functools.cache
+def _plain_http_context() -> ssl.SSLContext:
+    """httpx's ``verify`` for a plain ``http://`` address: httpx wants a context even
+    for a client that never speaks TLS, and the default one's CA bundle costs 15-40 ms
+    in every fresh process (each stream query's Spark source runner). This one trusts
+    no CA, so any TLS through it fails verification: never passes unverified."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
 @dataclass(frozen=True, slots=True)
 class ClientSecurity:
     """How a client proves who it is and whom it trusts (all optional)."""
@@ -51,15 +60,19 @@ class ClientSecurity:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.auth_token}"} if self.auth_token else {}
 
-    def verify(self) -> ssl.SSLContext:
+    def verify(self, address: str = "") -> ssl.SSLContext:
         """httpx's ``verify``: our context when a CA or client certificate is set,
-        else httpx's default one, built once per process."""
-        if not (self.ca_file or self.cert_file):
-            return _default_context()
-        return client_context(self.ca_file, self.cert_file, self.key_file, flag_prefix="--broker")
+        else for a plain ``http://`` address one without CAs, else httpx's default
+        one; each built once per process."""
+        if self.ca_file or self.cert_file:
+            return client_context(self.ca_file, self.cert_file, self.key_file, flag_prefix="--broker")
+        if address.lower().startswith("http://"):
+            return _plain_http_context()
+        return _default_context()
 
-    def httpx_options(self) -> dict[str, Any]:
-        return {"headers": self.headers(), "verify": self.verify()}
+    def httpx_options(self, address: str = "") -> dict[str, Any]:
+        """httpx client options for a client of ``address``."""
+        return {"headers": self.headers(), "verify": self.verify(address)}
 
     def __repr__(self) -> str:  # never print a token
         shown = {k: ("***" if k == "auth_token" else v) for k in ENV_NAMES if (v := getattr(self, k))}

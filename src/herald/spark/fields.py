@@ -41,7 +41,9 @@ __all__ = ["COLUMN_PREFIX", "field_columns", "field_text", "fields_schema", "lin
 #: ``json_<field>``: Herald's own columns (``timestamp``, ``value``, ``key``) never collide.
 COLUMN_PREFIX = "json_"
 _OPEN_BRACE = ord("{")
-_EMPTY = pa.scalar(b"", pa.binary())
+# No pyarrow scalars or arrays built at import: pyarrow's first conversion of a Python
+# value imports pandas (0.17-0.33 s), and every stream query's fresh source runner
+# imports this module (through `herald.spark.keys`) without reading a row.
 _READ_ERRORS = (pa.ArrowInvalid, UnicodeDecodeError, ValueError)
 
 
@@ -83,7 +85,7 @@ def _bulk_columns(values: pa.Array, fields: Sequence[str]) -> list[pa.Array] | N
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     if bool((offsets[1:] <= offsets[:-1]).any()) or bool((data[offsets[:-1]] != _OPEN_BRACE).any()):
         return None
-    joined = pc.binary_join_element_wise(values, _EMPTY, b"\n")  # each value + "\n": NDJSON
+    joined = pc.binary_join_element_wise(values, b"", b"\n")  # each value + "\n": NDJSON
     bounds = np.frombuffer(joined.buffers()[1], dtype=np.int32)[joined.offset:joined.offset + n + 1]
     body = joined.buffers()[2][int(bounds[0]):int(bounds[-1])]
     schema = pa.schema([(name, pa.string()) for name in fields])

@@ -10,6 +10,10 @@ micro-batch for journal bytes ``[start, end)`` loads the sequencer snapshot
 saved at ``start``, sequences the bytes (replaying an open span from its begin
 when an ACK needs it, as Gazette's recovery does), yields committed messages and
 saves the snapshot at ``end`` (see `herald.spark.state` and docs/spark.md).
+
+Each stream query starts a fresh source-runner process that imports this module
+only to plan, so what only ``read`` needs loads in ``read``: `herald.spark.keys`
+(``pyarrow.compute``, ~40 ms of the runner's start-up).
 """
 
 from __future__ import annotations
@@ -35,7 +39,6 @@ from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming, content_type_of
 from herald.spark.budget import row_budget_ends, sampler_of, share_bytes
 from herald.spark.datasource import HeraldDataSource
-from herald.spark.keys import with_keys
 from herald.spark.offsets import check_data_loss, clip_pieces, held_range, journal_range, selected_heads
 from herald.spark.options import HeraldOptions
 from herald.spark.reading import (
@@ -140,6 +143,8 @@ class BatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: decode the partition's pieces into Arrow batches (with keys: `herald.spark.keys`)."""
+        from herald.spark.keys import with_keys  # not at import: see the module docstring
+
         freeze_imports()
         opts = partition.value.opts
         yield from with_keys(self._read_part(partition.value), opts.key_field, opts.json_fields)
@@ -298,6 +303,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: journal slices (one, or several small ones packed), each from and
         to its sequencer snapshot."""
+        from herald.spark.keys import with_keys  # not at import: see the module docstring
+
         freeze_imports()
         for part in partition.value:
             yield from with_keys(read_slice(part), part.opts.key_field, part.opts.json_fields)
