@@ -96,6 +96,7 @@ class PeerStream:
         self.peer, self.journal, self.headers = peer, journal, headers
         self.credentials: dict[str, str] = {}  # the token it was opened with (the pipeline's)
         self._on_failure = on_failure
+        self._seconds = METRICS.replication_seconds.labels(peer)  # labels() locks and builds a key
         self._waiting: deque[tuple[asyncio.Future[str], float]] = deque()
         self._unsent: list[bytes] = []  # chunks sent before the connection opened
         self._transport: asyncio.Transport | None = None
@@ -168,7 +169,7 @@ class PeerStream:
         except (HeraldError, ValueError):
             self._waiting.appendleft((answer, sent))
             raise
-        METRICS.replication_seconds.labels(self.peer).observe(time.perf_counter() - sent)
+        self._seconds.observe(time.perf_counter() - sent)
         if not answer.done():
             answer.set_result(fragment_sum)
         if not self._waiting and not self.closed:

@@ -253,5 +253,7 @@ def _answered(inflight: deque[InFlight]) -> tuple[list[InFlight], HeraldError | 
 
 async def _settled(future: asyncio.Future) -> None:
     """Wait for ``future`` to end, whatever its outcome (its error is another's)."""
+    if future.done():  # most are, when a poke finishes them: no shield, no task switch
+        return
     with contextlib.suppress(Exception):
         await asyncio.shield(future)

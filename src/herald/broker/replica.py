@@ -51,9 +51,10 @@ class ReplicaSide:
             # In the broker-wide sync round, beside every other journal's group
             # (herald.broker.sync_rounds): data and commit line durable before the answer.
             await commit_in_round(GroupWrite(spool, [content], registers, time.time()))
-            self.index.add_local(spool.fragment(), spool.path)
+            fragment = spool.fragment()
+            self.index.add_local(fragment, spool.path)
             self.wake_readers()
-            return spool.fragment().sum
+            return fragment.sum
 
     async def _await_write_head(self, begin: int) -> None:
         """Wait (bounded) until this replica's write head reaches ``begin``: the

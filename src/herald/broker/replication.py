@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import ssl
 import time
@@ -344,8 +345,15 @@ def _group_place(raw_fragment_begin: object, raw_begin: object,
         raise ValidationError("fragment_begin", f"must be ≤ begin ({fragment_begin} > {begin})")
     if not isinstance(raw_registers, str):
         raise ValidationError("registers", "must be a string of labels")
+    return fragment_begin, begin, _registers(raw_registers)
+
+
+@functools.lru_cache(maxsize=256)
+def _registers(raw: str) -> LabelSet:
+    """A frame's registers, parsed and checked: a stream's frames mostly repeat the
+    same (often empty) registers, so each text is parsed once (LabelSet is immutable)."""
     try:
-        return fragment_begin, begin, LabelSet.parse(raw_registers)
+        return LabelSet.parse(raw)
     except ValidationError as err:
         raise ValidationError("registers", err.message) from None
 
