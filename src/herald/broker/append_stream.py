@@ -15,7 +15,11 @@ then buffered and queued as before.
 
 While a body streams, other appends to the journal wait in its queue (the lock is
 held), as Gazette's own appends hold the journal's pipeline while their body
-streams; the body timeout bounds that wait. An abandoned body appends nothing
+streams — but for `YIELD_AFTER_S` at most: a body still arriving by then *yields*
+the journal. The bytes it wrote are read back from the page cache and handed to
+its connection (``on_yield``), which buffers the rest and queues the whole body
+like any other, behind the appends that waited; a slow client cannot hold a
+journal for the whole body timeout. An abandoned or yielded body appends nothing
 and leaves the spool's committed end and SHA1 as they were [I-APPEND-2].
 """
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from herald.broker.group import AppendCommit
@@ -34,7 +39,12 @@ from herald.protocol.errors import HeraldError
 if TYPE_CHECKING:
     from herald.broker.journal import Journal
 
-__all__ = ["STREAM_MIN_BYTES", "StreamedAppend"]
+__all__ = ["STREAM_MIN_BYTES", "YIELD_AFTER_S", "StreamedAppend"]
+
+#: How long appends queued behind a streaming body wait for it at most: a 1 MiB
+#: body arrives in about a millisecond over a LAN; one that takes longer than this
+#: comes from a slow client, whose journal is given back to the others.
+YIELD_AFTER_S = 0.05
 
 
 class StreamedAppend:
@@ -44,6 +54,13 @@ class StreamedAppend:
     def __init__(self, journal: Journal, stream: SpoolStream) -> None:
         self.journal, self.stream = journal, stream
         self._held = True
+        #: Given the bytes written so far if the body yields the journal (see the
+        #: module doc); the connection then buffers the rest.
+        self.on_yield: Callable[[bytes], None] | None = None
+        self._loop = asyncio.get_running_loop()
+        self._started = self._loop.time()
+        self._yield_timer: asyncio.TimerHandle | None = None
+        journal._streaming = self
 
     @classmethod
     def start(cls, journal: Journal, length: int) -> StreamedAppend | None:
@@ -81,7 +98,32 @@ class StreamedAppend:
     def finish(self) -> asyncio.Future[AppendCommit]:
         """The whole body is written: commit it in the next sync round; the future
         resolves once it is durable [I-APPEND-3], or with the error that failed it."""
+        self._stop_yielding()
         return asyncio.ensure_future(self._commit())
+
+    def others_waiting(self) -> None:
+        """An append (or a poke) was queued behind this body: yield the journal
+        once the body has streamed for `YIELD_AFTER_S` (now, if it already has)."""
+        if not self._held or self.on_yield is None or self.stream.error is not None:
+            return  # a failed write cannot be read back: the body finishes and fails
+        due = self._started + YIELD_AFTER_S
+        if self._loop.time() >= due:
+            self._yield()
+        elif self._yield_timer is None:
+            self._yield_timer = self._loop.call_at(due, self._yield)
+
+    def _yield(self) -> None:
+        self._yield_timer = None
+        if not self._held or self.on_yield is None:
+            return
+        try:
+            received = self.stream.read_back()
+        except OSError:  # kept: the body then finishes (or fails) as it is
+            return
+        METRICS.streamed_appends.labels("yielded").inc()
+        on_yield = self.on_yield
+        self._release()
+        on_yield(received)
 
     def abandon(self) -> None:
         """The body will not complete (connection lost, too late, shutting down):
@@ -90,7 +132,15 @@ class StreamedAppend:
             METRICS.streamed_appends.labels("abandoned").inc()
         self._release()
 
+    def _stop_yielding(self) -> None:
+        if self.journal._streaming is self:
+            self.journal._streaming = None
+        if self._yield_timer is not None:
+            self._yield_timer.cancel()
+            self._yield_timer = None
+
     def _release(self) -> None:
+        self._stop_yielding()
         if self._held:
             self._held = False
             spool = self.stream.spool

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from herald.broker.group import (
     MAX_GROUP_BYTES,
@@ -39,6 +39,9 @@ from herald.fragment.spool_stream import SpoolStream
 from herald.protocol.errors import HeraldError, Status
 from herald.protocol.labels import LabelSet
 
+if TYPE_CHECKING:
+    from herald.broker.append_stream import StreamedAppend
+
 log = logging.getLogger(__name__)
 
 SYNC_RETRY_S = 0.25
@@ -49,9 +52,13 @@ class AppendTask:
     `Journal`'s spool, lock, role, index, roll rules and `PipelinedPrimary`."""
 
     _rounds: SyncRounds  # this loop's sync rounds, set with the queue (see _enqueue)
+    #: A body streaming into the spool, holding its lock (`herald.broker.append_stream`).
+    _streaming: StreamedAppend | None = None
 
     def _enqueue(self, item: Pending | None) -> None:
         """Queue an append (None: a poke) for the append task, started on first use."""
+        if self._streaming is not None:  # a slow one gives the spool back (see there)
+            self._streaming.others_waiting()
         if self._queue is None:
             self._rounds = rounds_of_running_loop()
             self._queue = AppendQueue(self._rounds.loop)

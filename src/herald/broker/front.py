@@ -11,7 +11,9 @@ writes the gateway's exact answer. Anything else — another method or path, a
 header the full gateway must see, auth, a rate-limited journal, a head llhttp
 refuses — hands the connection, with every byte received so far, to aiohttp's
 own handler, which serves it (and the rest of the connection) as before. A
-hand-off never answers anything itself, so every refusal keeps its bytes.
+hand-off never answers anything itself, so every refusal keeps its bytes. A
+large body to an idle journal is written into its spool as it arrives rather
+than buffered (`herald.broker.append_stream`).
 
     site = FrontSite(runner, sock, broker)   # instead of web.SockSite (plain TCP only)
     await site.start()
@@ -191,6 +193,8 @@ class FrontConnection(asyncio.Protocol):
         self.buffer, self.since = b"", self.front.loop.time()
         if head.content_length >= STREAM_MIN_BYTES:  # idle journal: into the spool as it arrives
             self.stream = StreamedAppend.start(journal, head.content_length)
+            if self.stream is not None:
+                self.stream.on_yield = self._stream_yielded
         self._take_body(buffer[end + 4:])
 
     def _take_body(self, data: bytes) -> None:
@@ -234,6 +238,12 @@ class FrontConnection(asyncio.Protocol):
         self.busy = True
         self.started = time.perf_counter()
         stream.finish().add_done_callback(self._appended)
+
+    def _stream_yielded(self, received: bytes) -> None:
+        """The streaming body gave its journal back to appends queued behind it: the
+        rest is buffered, and the whole body queued once it is here."""
+        self.stream = None
+        self.parts = [received] if received else []
 
     def _abandon_stream(self) -> None:
         """Drop a body still streaming: nothing of it is appended [I-APPEND-2]."""

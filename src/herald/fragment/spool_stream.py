@@ -21,6 +21,7 @@ holds the journal's spool lock for the whole body (appends never interleave
 from __future__ import annotations
 
 import hashlib
+import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -107,6 +108,11 @@ class SpoolStream:
             # Every byte is in the page cache: the data's fdatasync needs nothing
             # else, so it starts now, before the hop to the sync round.
             self.data_sync = SYNCS.fdatasync(self.spool._fd)
+
+    def read_back(self) -> bytes:
+        """The body's bytes written so far, read back (from the page cache): a body
+        that yields its journal is buffered from here on (`herald.broker.append_stream`)."""
+        return os.pread(self.spool._fd, self.written, self.at) if self.written else b""
 
     def group_write(self, registers: LabelSet, now_unix: float) -> StreamedWrite:
         """The whole body's group, for a sync round."""
