@@ -7,7 +7,8 @@ writer each step is on the critical path (measured: 3.9 ms from the last byte to
 the answer, 1 ms of it the data's fdatasync). A `SpoolStream` instead writes each
 piece past the spool's committed end as it arrives and feeds both SHA1s on two
 helper threads (`StreamSums`), so at the last byte only the syncs and the commit
-line remain (`StreamedWrite`, one group of a sync round like any other).
+line remain: the data's fdatasync starts from the loop at once, and the body joins
+the next sync round as a `StreamedWrite`, one group like any other.
 
 The spool itself is untouched until the group commits: the stream hashes a copy of
 the running SHA1 and the spool's pending delta stays 0, so a body cut short, late
@@ -28,7 +29,6 @@ from typing import TYPE_CHECKING
 from herald.fragment.commit_log import INLINE_BYTES
 from herald.fragment.fdatasyncs import SYNCS, PendingSync
 from herald.fragment.rounds import GroupWrite, pwrite_all
-from herald.fragment.writeback import write_back_range
 from herald.protocol.labels import LabelSet
 
 if TYPE_CHECKING:
@@ -97,12 +97,11 @@ class SpoolStream:
                 self.error = err
             else:
                 self.sums.update(piece)
-                at = self.at + self.written
-                # Its write-back starts now (asynchronous), so the fdatasync at the
-                # last byte finds little left to write.
-                write_back_range(self.spool._fd, at, at + len(piece))
                 # The file now reaches this far: `Spool.close` cuts what never committed.
-                self.spool._data_allocated = max(self.spool._data_allocated, at + len(piece))
+                # (Starting each piece's write-back here with sync_file_range cost the
+                # loop 0.3 ms of CPU per MiB and one writer 15 % of its MB/s, measured.)
+                end = self.at + self.written + len(piece)
+                self.spool._data_allocated = max(self.spool._data_allocated, end)
         self.written += len(piece)
         if self.complete and self.error is None:
             # Every byte is in the page cache: the data's fdatasync needs nothing
