@@ -11,7 +11,7 @@ import orjson
 
 from herald.fragment.commits import CommitRecord, last_verified_commit, read_commit_records
 from herald.fragment.fdpool import DescriptorPool
-from herald.fragment.spool import Spool, write_and_sync
+from herald.fragment.spool import Spool
 from herald.fragment.spool_recovery import recover_spools
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
@@ -22,7 +22,7 @@ REGS = LabelSet.from_list([{"name": "owner", "value": "a"}])
 def _spool_with_groups(tmp_path, *groups: list[bytes]) -> Spool:
     spool = Spool(tmp_path / "j", "j", 0, CompressionCodec.NONE, LabelSet(), pool=DescriptorPool(budget_fds=8))
     for i, group in enumerate(groups):
-        write_and_sync(spool, group, REGS if i else LabelSet(), 1000.0 + i)
+        spool.append_group(group, REGS if i else LabelSet(), 1000.0 + i)
     spool.close()
     return spool
 

@@ -9,7 +9,7 @@ import resource
 import pytest
 
 from herald.fragment.fdpool import DescriptorPool, DescriptorsExhaustedError
-from herald.fragment.spool import Spool, write_and_sync
+from herald.fragment.spool import Spool
 from herald.fragment.spool_recovery import recover_spools
 from herald.protocol.errors import HTTP_CODES, Status
 from herald.protocol.journal import CompressionCodec
@@ -50,10 +50,10 @@ def test_many_spools_hold_at_most_the_budget_and_evicted_ones_reopen(tmp_path):
     before = _open_fds()
     spools = [_spool(tmp_path, f"j{i}", pool) for i in range(20)]
     for i, spool in enumerate(spools):
-        write_and_sync(spool, [f"first {i}\n".encode()], LabelSet(), 0.0)
+        spool.append_group([f"first {i}\n".encode()], LabelSet(), 0.0)
     assert _open_fds() - before <= 8
     assert pool.statistics()["evictions"] >= 16
-    write_and_sync(spools[0], [b"second\n"], LabelSet(), 0.0)  # evicted long ago: reopened
+    spools[0].append_group([b"second\n"], LabelSet(), 0.0)  # evicted long ago: reopened
     assert _open_fds() - before <= 8
     assert _recovered_content(spools[0]) == b"first 0\nsecond\n"
     assert [_recovered_content(s) for s in spools[1:]] == [f"first {i}\n".encode() for i in range(1, 20)]
@@ -64,7 +64,7 @@ def test_a_pinned_spool_keeps_its_descriptors_while_others_need_room(tmp_path):
     busy, other = _spool(tmp_path, "busy", pool), _spool(tmp_path, "other", pool)
     with busy.holding_descriptors():
         fd = busy._fd
-        write_and_sync(other, [b"other\n"], LabelSet(), 0.0)  # over budget: busy is pinned
+        other.append_group([b"other\n"], LabelSet(), 0.0)  # over budget: busy is pinned
         assert busy._fd == fd
         os.fstat(fd)  # still ours, still open
         busy.write(b"busy\n")
@@ -78,13 +78,13 @@ def test_pin_if_open_pins_only_open_descriptors_and_never_opens(tmp_path):
     pool = DescriptorPool(budget_fds=4)
     spool, other = _spool(tmp_path, "spool", pool), _spool(tmp_path, "other", pool)
     assert not pool.pin_if_open(spool)  # never written: nothing open, nothing opened
-    write_and_sync(spool, [b"first\n"], LabelSet(), 0.0)
+    spool.append_group([b"first\n"], LabelSet(), 0.0)
     assert pool.pin_if_open(spool)  # open now: pinned without blocking
-    write_and_sync(other, [b"other\n"], LabelSet(), 0.0)  # over budget: the pinned one stays
+    other.append_group([b"other\n"], LabelSet(), 0.0)  # over budget: the pinned one stays
     assert spool._fd >= 0 and pool.statistics()["pinned_holders"] == 1
     pool.unpin(spool)
     assert pool.statistics()["pinned_holders"] == 0
-    write_and_sync(_spool(tmp_path, "third", pool), [b"third\n"], LabelSet(), 0.0)
+    _spool(tmp_path, "third", pool).append_group([b"third\n"], LabelSet(), 0.0)
     assert spool._fd == -1  # unpinned and least recently used: evicted
     assert not pool.pin_if_open(spool)  # closed: refused, not reopened
     assert spool._fd == -1
@@ -93,7 +93,7 @@ def test_pin_if_open_pins_only_open_descriptors_and_never_opens(tmp_path):
 def test_closed_spool_releases_its_descriptors_for_good(tmp_path):
     pool = DescriptorPool(budget_fds=8)
     spool = _spool(tmp_path, "closed", pool)
-    write_and_sync(spool, [b"x\n"], LabelSet(), 0.0)
+    spool.append_group([b"x\n"], LabelSet(), 0.0)
     spool.close()
     assert pool.statistics()["open_fds"] == 0
     assert spool._fd == -1 and spool._commits_fd == -1
@@ -125,11 +125,11 @@ def test_out_of_descriptors_answers_resource_exhausted_and_the_spool_recovers(tm
     pool = DescriptorPool(budget_fds=8)
     spool = _spool(tmp_path, "starved", pool)
     with pytest.raises(DescriptorsExhaustedError) as caught:
-        write_and_sync(spool, [b"refused\n"], LabelSet(), 0.0)
+        spool.append_group([b"refused\n"], LabelSet(), 0.0)
     assert caught.value.status is Status.RESOURCE_EXHAUSTED and HTTP_CODES[caught.value.status] == 503
     assert "ulimit -n" in caught.value.message
     for fd in descriptors_nearly_exhausted[:8]:
         os.close(fd)
     del descriptors_nearly_exhausted[:8]
-    write_and_sync(spool, [b"accepted\n"], LabelSet(), 0.0)
+    spool.append_group([b"accepted\n"], LabelSet(), 0.0)
     assert _recovered_content(spool) == b"accepted\n"

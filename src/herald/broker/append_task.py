@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from herald.broker.group import (
     MAX_GROUP_BYTES,
@@ -35,8 +35,12 @@ from herald.broker.preconditions import catch_up_to_index, require_full_peerset
 from herald.broker.sync_rounds import SyncRounds, rounds_of_running_loop
 from herald.fragment.rounds import GroupWrite
 from herald.fragment.spool import Spool
+from herald.fragment.spool_stream import SpoolStream
 from herald.protocol.errors import HeraldError, Status
 from herald.protocol.labels import LabelSet
+
+if TYPE_CHECKING:
+    from herald.broker.append_stream import StreamedAppend
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +52,13 @@ class AppendTask:
     `Journal`'s spool, lock, role, index, roll rules and `PipelinedPrimary`."""
 
     _rounds: SyncRounds  # this loop's sync rounds, set with the queue (see _enqueue)
+    #: A body streaming into the spool, holding its lock (`herald.broker.append_stream`).
+    _streaming: StreamedAppend | None = None
 
     def _enqueue(self, item: Pending | None) -> None:
         """Queue an append (None: a poke) for the append task, started on first use."""
+        if self._streaming is not None:  # a slow one gives the spool back (see there)
+            self._streaming.others_waiting()
         if self._queue is None:
             self._rounds = rounds_of_running_loop()
             self._queue = AppendQueue(self._rounds.loop)
@@ -146,22 +154,49 @@ class AppendTask:
             return
         self._published(accepted, contents, sums, begin)
 
+    async def _commit_streamed(self, stream: SpoolStream) -> AppendCommit:
+        """Commit a body `herald.broker.append_stream` wrote into the spool (the
+        caller holds the spool lock), in the next sync round as any group; its
+        commit once durable [I-APPEND-3]. A failure rolls the spool back."""
+        spool = self._spool
+        assert spool is not None and stream.spool is spool
+        if not self.is_primary or not self._lease_ok():  # demoted while the body arrived
+            raise HeraldError(Status.NOT_JOURNAL_PRIMARY_BROKER,
+                              f"this broker is no longer primary of {self.spec.name}")
+        if not hasattr(self, "_rounds"):
+            self._rounds = rounds_of_running_loop()
+        mark, begin, registers = spool.mark(), spool.end, spool.registers
+        try:
+            sums = await self._rounds.commit(stream.group_write(registers, time.time()))
+        except (OSError, HeraldError) as err:
+            spool.rollback(mark)
+            log.error("journal=%s streamed append failed, rolled back: %s", self.spec.name, err)
+            raise as_herald_error(err) from None
+        pending = Pending(b"", None, None, None, self._rounds.loop.create_future())
+        self._publish_sized([(pending, registers)], [stream.length], sums, begin)
+        return pending.future.result()
+
     def _published(self, accepted: list[tuple[Pending, LabelSet]], contents: list[bytes],
                    sums: list[str], begin: int) -> None:
         """A group from ``begin`` just committed: show it to readers, answer its appends."""
+        self._publish_sized(accepted, [len(content) for content in contents], sums, begin)
+
+    def _publish_sized(self, accepted: list[tuple[Pending, LabelSet]], sizes: list[int],
+                       sums: list[str], begin: int) -> None:
+        """`_published` for appends known by their sizes (a streamed body is not kept)."""
         spool = self._spool
         assert spool is not None
         fragment = spool.fragment()
         self.index.add_local(fragment, spool.path)
         self.wake_readers()
-        size = sum(map(len, contents))
+        size = sum(sizes)
         groups, appended_bytes = _journal_counters(self.spec.name)
         groups.inc()
         appended_bytes.inc(size)
         METRICS.group_appends.observe(len(accepted))
         METRICS.group_bytes.observe(size)
-        for (pending, regs), content, sha in zip(accepted, contents, sums):
-            end = begin + len(content)
+        for (pending, regs), length, sha in zip(accepted, sizes, sums):
+            end = begin + length
             pending.future.set_result(AppendCommit(begin, end, sha, regs, spool.end, fragment))
             begin = end
 
@@ -185,6 +220,11 @@ class AppendQueue:
         self._unfinished = 0
         self._waiter: asyncio.Future[None] | None = None  # the task, waiting for an item
         self._joined: asyncio.Future[None] | None = None  # `join`, waiting for the last task_done
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued, and the task not running a group."""
+        return not self._unfinished
 
     def put(self, item: Pending | None) -> None:
         self._items.append(item)

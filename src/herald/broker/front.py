@@ -11,7 +11,9 @@ writes the gateway's exact answer. Anything else — another method or path, a
 header the full gateway must see, auth, a rate-limited journal, a head llhttp
 refuses — hands the connection, with every byte received so far, to aiohttp's
 own handler, which serves it (and the rest of the connection) as before. A
-hand-off never answers anything itself, so every refusal keeps its bytes.
+hand-off never answers anything itself, so every refusal keeps its bytes. A
+large body to an idle journal is written into its spool as it arrives rather
+than buffered (`herald.broker.append_stream`).
 
     site = FrontSite(runner, sock, broker)   # instead of web.SockSite (plain TCP only)
     await site.start()
@@ -33,6 +35,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
+from herald.broker.append_stream import STREAM_MIN_BYTES, StreamedAppend
 from herald.broker.front_http import HeadLimits, KnownHeads, PutHead, commit_answer, error_answer
 from herald.broker.journal import Journal
 from herald.broker.limits import MAX_HEADER_FIELDS
@@ -115,6 +118,7 @@ class FrontConnection(asyncio.Protocol):
         self.raw_head = b""
         self.parts: list[bytes] = []
         self.body_size = 0
+        self.stream: StreamedAppend | None = None  # a large body written as it arrives
         self.busy = False
         self.reading_paused = False
         self.writing_paused = False
@@ -134,6 +138,7 @@ class FrontConnection(asyncio.Protocol):
         self.front.connections.discard(self)
         self.transport = None
         self.parts = []
+        self._abandon_stream()
 
     def eof_received(self) -> bool:
         """The client is done sending: answer what it sent, then close."""
@@ -186,6 +191,10 @@ class FrontConnection(asyncio.Protocol):
             return
         self.head, self.journal, self.raw_head = head, journal, raw_head
         self.buffer, self.since = b"", self.front.loop.time()
+        if head.content_length >= STREAM_MIN_BYTES:  # idle journal: into the spool as it arrives
+            self.stream = StreamedAppend.start(journal, head.content_length)
+            if self.stream is not None:
+                self.stream.on_yield = self._stream_yielded
         self._take_body(buffer[end + 4:])
 
     def _take_body(self, data: bytes) -> None:
@@ -195,9 +204,16 @@ class FrontConnection(asyncio.Protocol):
         if len(data) > need:
             data, self.buffer = data[:need], data[need:]
         if data:
-            self.parts.append(data)
+            if self.stream is not None:
+                self.stream.write(data)
+            else:
+                self.parts.append(data)
             self.body_size += len(data)
         if self.body_size == head.content_length:
+            if self.stream is not None:
+                self.body_size = 0
+                self._append_streamed(self.stream)
+                return
             parts, self.parts, self.body_size = self.parts, [], 0
             self._append(parts[0] if len(parts) == 1 else b"".join(parts))
 
@@ -217,6 +233,23 @@ class FrontConnection(asyncio.Protocol):
         if future is None:  # the first store is unhealthy: append() waits for it, boundedly
             future = asyncio.ensure_future(journal.append(body))
         future.add_done_callback(self._appended)
+
+    def _append_streamed(self, stream: StreamedAppend) -> None:
+        self.busy = True
+        self.started = time.perf_counter()
+        stream.finish().add_done_callback(self._appended)
+
+    def _stream_yielded(self, received: bytes) -> None:
+        """The streaming body gave its journal back to appends queued behind it: the
+        rest is buffered, and the whole body queued once it is here."""
+        self.stream = None
+        self.parts = [received] if received else []
+
+    def _abandon_stream(self) -> None:
+        """Drop a body still streaming: nothing of it is appended [I-APPEND-2]."""
+        stream, self.stream = self.stream, None
+        if stream is not None and not self.busy:
+            stream.abandon()
 
     def _appended(self, future: asyncio.Future) -> None:
         close = self._closes()
@@ -244,7 +277,7 @@ class FrontConnection(asyncio.Protocol):
 
     def _answer(self, answer: bytes) -> None:
         close = self._closes()
-        self.head, self.journal, self.raw_head, self.busy = None, None, b"", False
+        self.head, self.journal, self.raw_head, self.busy, self.stream = None, None, b"", False, None
         self.since = self.front.loop.time()
         transport = self.transport
         if transport is None:
@@ -267,14 +300,29 @@ class FrontConnection(asyncio.Protocol):
         if self.head is None and now - self.since > self.front.idle_timeout_s:
             self.transport.close()
         elif self.head is not None and now - self.since > self.front.body_timeout_s:
+            if self.stream is not None:
+                self._stream_timed_out()
+                return
             parts, self.parts, self.body_size, self.head = self.parts, [], 0, None
             self._hand_off(self.raw_head + b"".join(parts) + self.buffer)
+
+    def _stream_timed_out(self) -> None:
+        """A streamed body late past ``body_timeout_s``: its bytes went to the spool,
+        not to a buffer aiohttp could take, so the gateway's 408 is answered here
+        (the same bytes, on a closing connection) and nothing is appended."""
+        self._abandon_stream()
+        timeout_s = self.front.body_timeout_s
+        count_request("append", Status.REQUEST_TIMEOUT.name)
+        self.closing = True
+        self._answer(error_answer(HeraldError(
+            Status.REQUEST_TIMEOUT, f"the request body did not arrive within {timeout_s:g}s", "body"), True))
 
     def close_when_idle(self) -> None:
         """At shutdown: close now unless an append is in flight (then once answered).
         A body still arriving is dropped; nothing of it was appended [I-APPEND-2]."""
         self.closing = True
         if not self.busy and self.transport is not None:
+            self._abandon_stream()
             self.transport.close()
 
     def _hand_off(self, received: bytes) -> None:

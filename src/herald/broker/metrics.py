@@ -36,6 +36,7 @@ class _Metrics:
     sync_round_seconds: LoopHistogram
     fdatasyncs: Counter
     syncfs: Counter
+    streamed_appends: Counter
     persisted_fragments: Counter
     persisted_bytes: Counter
     upload_seconds: Histogram
@@ -62,6 +63,9 @@ METRICS = _Metrics(
                                      LATENCY_BUCKETS),
     fdatasyncs=Counter("herald_broker_fdatasyncs", "fdatasyncs issued by group commits (data + commit line)"),
     syncfs=Counter("herald_broker_syncfs", "syncfs calls, each making a whole sync round durable at once"),
+    streamed_appends=Counter("herald_broker_streamed_appends",
+                             "Large appends written into the spool as their body arrived, by how they ended "
+                             "(committed, failed, abandoned: the body never completed)", ["outcome"]),
     persisted_fragments=Counter("herald_broker_persisted_fragments", "Fragments persisted", ["journal"]),
     persisted_bytes=Counter("herald_broker_persisted_bytes", "Journal bytes persisted to stores (uncompressed)",
                             ["journal"]),

@@ -23,9 +23,11 @@ import logging
 import os
 import threading
 from dataclasses import replace
+from typing import BinaryIO
 
 from herald.fragment.codecs import compress_file
 from herald.fragment.stores import Store
+from herald.fragment.writeback import chunks_completed, write_back_range
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 
@@ -60,7 +62,32 @@ def _put_compressed(store: Store, path: str, spool_path: str, codec: Compression
     store: the compressed bytes are written once), else next to the spool (same
     disk, already sized for it), then upload and delete."""
     directory = os.path.dirname(os.path.abspath(spool_path))
-    store.put_written(path, lambda out: compress_file(spool_path, out, codec), directory)
+    store.put_written(path, lambda out: compress_file(spool_path, _WritingBack(out), codec), directory)
+
+
+class _WritingBack:
+    """A file being written whose write-back starts every `WRITEBACK_BYTES`
+    (`herald.fragment.writeback`). Without it, a 128 MiB SNAPPY fragment's ~60 MB
+    reached the disk in one burst at the store's fsync (30-90 ms, measured), and
+    every append's fdatasync queued behind that burst: 13-16 % of one 1 MiB
+    writer's appends took over 8 ms, half of its time. Durability is unchanged:
+    the store still fsyncs the file before it names it."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self._written = 0
+        try:
+            self._fd: int | None = out.fileno()
+        except (AttributeError, OSError, ValueError):  # not a plain file: nothing to start
+            self._fd = None
+
+    def write(self, data: bytes) -> int:
+        n = self._out.write(data)
+        at, self._written = self._written, self._written + len(data)
+        if self._fd is not None and (span := chunks_completed(at, len(data))) is not None:
+            self._out.flush()  # the buffered bytes must be in the page cache first
+            write_back_range(self._fd, *span)
+        return n
 
 
 #: How much lower than the appends a persisting thread runs (a nice increment, as

@@ -31,9 +31,9 @@ from pathlib import Path
 from herald.durable import fsync_directory, make_durable_dirs
 from herald.fragment.commit_log import CommitLog
 from herald.fragment.commits import encode_record
-from herald.fragment.fdatasyncs import SYNCS
 from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_descriptors
 from herald.fragment.rounds import GroupWrite, pwrite_all
+from herald.fragment.spool_precommits import SpoolPrecommits
 from herald.fragment.spool_sums import GroupSums, hash_inline
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
@@ -63,7 +63,7 @@ class Commit:
     sha1_hex: str
 
 
-class Spool:
+class Spool(SpoolPrecommits):
     """A fragment being written: committed bytes ``[begin, end)`` plus a pending delta.
 
     ``write`` places bytes after the pending delta; ``sync`` makes everything written
@@ -251,54 +251,6 @@ class Spool:
             self.write_group(contents)
             return self._hash(contents)
 
-    # -- a replicating primary's groups in flight (herald.broker.primary_pipeline) ----
-    # Each group's commit line is written and synced with its data while the peers
-    # still have the group (`precommit_line`, `sync_precommit`), so the peers' syncs
-    # and ours overlap; the group commits in memory (readers, acknowledgement) only
-    # once every peer answered (`commit_precommitted`) [I-APPEND-3]. A group that
-    # fails has its line zeroed (`drop_precommits`). A line whose group failed but
-    # reached the disk first is as a replica's commit of that group: recovery keeps
-    # those bytes, never acknowledged (as any peer that committed them does).
-
-    def precommit_line(self, end: int, fragment_sum: str, registers: LabelSet,
-                       now_unix: float) -> tuple[bytes, int, float | None]:
-        """The commit line of the pending bytes up to ``end`` (the running SHA1
-        there is ``fragment_sum``), where in the commits file it goes (after the lines
-        of the groups before it), and the first-append time it sets. Loop only."""
-        first = now_unix if self.first_append_unix is None and end > self.end else None
-        line = encode_record(end, registers, fragment_sum, first)
-        at = self._commits_pos + self._precommitted
-        self._precommitted += len(line)
-        return line, at, first
-
-    def sync_precommit(self, line: bytes, at: int) -> None:
-        """Write a `precommit_line` and fdatasync it beside the data (blocking;
-        descriptors pinned by the caller; one at a time, in order)."""
-        data_synced = SYNCS.fdatasync(self._fd)
-        try:
-            self._put_record(line, at=at)
-        finally:
-            error = data_synced.exception()  # waits: descriptors stay pinned until done
-        if error is not None:
-            raise error
-
-    def commit_precommitted(self, end: int, fragment_sum: str, registers: LabelSet,
-                            first_append_unix: float | None, line_bytes: int) -> None:
-        """The groups up to ``end``, whose lines (``line_bytes`` in all) were synced,
-        commit: readers see them. Bytes past ``end`` stay pending. Loop only."""
-        assert self.end <= end <= self.end + self._delta and line_bytes <= self._precommitted
-        pending_after = self.end + self._delta - end
-        self._delta = end - self.end
-        self._advance(line_bytes, registers, first_append_unix, fragment_sum)
-        self._precommitted -= line_bytes
-        self._delta = pending_after
-
-    def drop_precommits(self) -> None:
-        """Zero the lines of groups that failed (no sync of theirs still running;
-        descriptors pinned by the caller), so the next lines are written over them."""
-        self._erase_record(self._precommitted)
-        self._precommitted = 0
-
     def append_group(self, contents: Sequence[bytes], registers: LabelSet, now_unix: float) -> list[str]:
         """Write a group after the committed bytes, make it durable and commit it, in
         one sync round; returns each body's SHA1 (blocking: run it in an executor).
@@ -394,9 +346,3 @@ class Spool:
         for path in (self.path, self.commits_path):
             path.unlink(missing_ok=True)
 
-
-def write_and_sync(spool: Spool, contents: list[bytes], registers: LabelSet,
-                    now_unix: float) -> list[str]:
-    """Write a group's bodies, make them durable and commit them in one sync round
-    (`Spool.append_group`); per-body SHA1s (blocking: run it in an executor)."""
-    return spool.append_group(contents, registers, now_unix)
