@@ -23,6 +23,7 @@ from herald.fragment.fdpool import DescriptorPool
 from herald.fragment.rounds import GroupWrite, logged_to, round_syncs, write_round
 from herald.fragment.spool import Spool
 from herald.fragment.spool_recovery import recover_spools
+from herald.fragment.spool_stream import STREAM_MIN_BYTES, SpoolStream
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
 
@@ -359,3 +360,32 @@ def test_logged_lines_reach_their_files_by_flush(data_dir):
     for spool in spools:
         (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
         assert found.fragment.end == 10
+
+
+def test_a_streamed_group_in_a_logged_round_commits_its_own_sha1s(data_dir):
+    # A body streamed into its spool (herald.fragment.spool_stream) may share a round
+    # with other journals' groups, which then goes through the log: its commit line
+    # must carry the SHA1s the stream computed, or recovery drops an acknowledged
+    # append (the line's fragment SHA1 would not match the bytes) [I-APPEND-3].
+    root, opened = data_dir
+    log = _open(root, opened)
+    streamed, small = _spools(log, 2)
+    for spool in (streamed, small):
+        write_round([GroupWrite(spool, [b"first\n"], LabelSet(), 1.0)])  # files created and open
+    body = bytes(range(256)) * (STREAM_MIN_BYTES // 256 + 3)
+    assert streamed._pool.pin_if_open(streamed)
+    try:
+        stream = SpoolStream(streamed, len(body))
+        for at in range(0, len(body), 100_000):
+            stream.write(body[at:at + 100_000])
+        writes = [stream.group_write(LabelSet(), 1.0), GroupWrite(small, [b"x\n"], LabelSet(), 1.0)]
+        assert logged_to(writes) is log
+        assert write_round(writes) == [[hashlib.sha1(body).hexdigest()], [hashlib.sha1(b"x\n").hexdigest()]]
+    finally:
+        streamed._pool.unpin(streamed)
+    assert streamed.fragment().sum == hashlib.sha1(b"first\n" + body).hexdigest()
+    streamed.close()
+    log.close()
+    _open(root, opened)  # replays what the log holds (the deferred lines among it)
+    (found,), _ = recover_spools(streamed.directory, streamed.journal, CompressionCodec.NONE)
+    assert found.path.read_bytes() == b"first\n" + body  # the streamed append survives recovery

@@ -228,8 +228,7 @@ class GroupWrite:
         try:
             self.write_data(sync=self.size >= INLINE_BYTES)
             spool = self.spool
-            self._sums = spool._hash(self.contents)
-            self._line, self._first, self._fragment_sum = spool._record_line(self.registers, self.now_unix)
+            self.seal()
             self._line_at = spool._commits_pos
             if defer and self._line_at + len(self._line) <= spool._commits_allocated:
                 self.deferred = True
@@ -254,8 +253,7 @@ class GroupWrite:
         hand-off costs some 50-80 us of CPU on this machine (thread wake-ups), so a
         round's last sync is not handed off."""
         spool = self.spool
-        self._sums = spool._hash(self.contents)
-        self._line, self._first, self._fragment_sum = spool._record_line(self.registers, self.now_unix)
+        self.seal()
         self._line_at = spool._commits_pos
         spool._put_record(self._line, sync=sync_here)
         if not sync_here and sync_later:
@@ -269,6 +267,13 @@ class GroupWrite:
             commit_log.start_writeback(spool.path, self._data_at, self.size)
         if not self.deferred:  # a deferred line's write-back starts once written
             commit_log.start_writeback(spool.commits_path, self._line_at, len(self._line))
+
+    def seal(self) -> None:
+        """Hash the group's bodies and build its commit line (carrying the fragment's
+        SHA1 after them): the one step every kind of round shares, so a group whose
+        bytes were hashed elsewhere (`herald.fragment.spool_stream`) overrides it once."""
+        self._sums = self.spool._hash(self.contents)
+        self._line, self._first, self._fragment_sum = self.spool._record_line(self.registers, self.now_unix)
 
     def log_frame(self, commit_log: CommitLog) -> list[bytes]:
         """This group's commit log record, once its data and line are written: the

@@ -121,7 +121,7 @@ class SpoolStream:
 
 class StreamedWrite(GroupWrite):
     """A `GroupWrite` whose bytes a `SpoolStream` already wrote and hashed: its data
-    step only starts the data's fdatasync, its record step waits for the SHA1s."""
+    step only starts the data's fdatasync, its seal waits for the SHA1s."""
 
     def __init__(self, stream: SpoolStream, registers: LabelSet, now_unix: float) -> None:
         super().__init__(stream.spool, (), registers, now_unix)
@@ -140,8 +140,10 @@ class StreamedWrite(GroupWrite):
         if sync and stream.data_sync is None:
             self._syncs.append(SYNCS.fdatasync(spool._fd))
 
-    def write_record(self, sync_here: bool = True, sync_later: bool = True) -> None:
+    def seal(self) -> None:
+        """The SHA1s the stream computed as the body arrived, then the commit line
+        (in place or logged: every round seals through here)."""
         running, body_sum = self.stream.sums.result()
         self.spool._sha1 = running
-        super().write_record(sync_here, sync_later)  # hashes nothing: no contents
+        super().seal()  # hashes nothing: no contents
         self._sums = [body_sum]
