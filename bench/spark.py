@@ -208,6 +208,8 @@ def _reads(report: Report, config: Config, spark: Any, url: str, text_dir: Path,
 
     parts = spark.read.format("herald").option("broker", url).option("selector", "name=bench/spark-read") \
         .load().rdd.getNumPartitions()
+    text_parts = spark.read.text(str(text_dir)).rdd.getNumPartitions()
+    report.note(f"batch read partitions: herald {parts}, spark text {text_parts}")
 
     def ceiling_batch():
         df = spark.read.format("herald-ceiling").option("rows", rows).option("partitions", parts).load()
