@@ -39,14 +39,16 @@ def _spark_ab(spark, url: str, text_dir: Path, rows: int, runs: int) -> None:
         return reader.load()
 
     cases = {"herald split": herald(), "herald 1 partition": herald(minPartitions="1"),
-             "spark text": spark.read.text(str(text_dir))}
+             "herald minPartitions=3": herald(minPartitions="3"), "spark text": spark.read.text(str(text_dir)),
+             **{f"ceiling {n} partitions": spark.read.format("herald-ceiling").option("rows", rows)
+                .option("partitions", n).load() for n in (1, 2)}}
     for name, df in cases.items():
         print(f"{name}: {df.rdd.getNumPartitions()} partitions", flush=True)
-        df.write.format("noop").mode("overwrite").save()  # warm-up (both workers: 3 tasks)
+        df.write.format("noop").mode("overwrite").save()  # warm-up (both Python workers)
     got: dict[str, list[float]] = {name: [] for name in cases}
     names = list(cases)
     for i in range(runs):
-        for name in names[i % 3:] + names[:i % 3]:
+        for name in names[i % len(names):] + names[:i % len(names)]:
             got[name].append(rows / _wall(lambda df=cases[name]: df.write.format("noop").mode("overwrite").save()))
     for name, values in got.items():
         print(f"{name}: median {statistics.median(values):,.0f} rows/s, range {min(values):,.0f}-{max(values):,.0f}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from herald.spark.cuts import OPEN_COST_BYTES, cut_pieces, packed, record_chunks, split_bytes
+from herald.spark.cuts import OPEN_COST_BYTES, even_parts, record_chunks, split_bytes
 from herald.spark.reading import Piece
 
 MIB = 1 << 20
@@ -20,17 +20,25 @@ def test_split_bytes_follows_spark_max_split_bytes():
     assert split_bytes(10, 4, 64 * MIB, floor=1) == 3  # minPartitions: no floor
 
 
-def test_quick_bench_shape_is_three_partitions():
+def _shape(parts):
+    return [[(c.piece.begin, c.piece.end, c.head_cut, c.read_to) for c in g] for g in parts]
+
+
+def test_quick_bench_shape_is_two_equal_partitions():
+    """16 + 4 MiB fragments, 2 cores, 4 MiB open cost: splits of 12 MiB, so two
+    parts of 10 MiB, the first fragment cut at 10 MiB."""
     pieces = [Piece("j", 0, 16 * MIB), Piece("j", 16 * MIB, 20 * MIB)]
-    size = split_bytes(20 * MIB, 2, 64 * MIB)
-    groups = packed(cut_pieces(pieces, size, cuttable=True), size)
-    assert [[(c.piece.begin, c.piece.end, c.head_cut, c.read_to) for c in g] for g in groups] == [
-        [(0, 8 * MIB, False, 16 * MIB)], [(8 * MIB, 16 * MIB, True, 0)], [(16 * MIB, 20 * MIB, False, 0)]]
+    size = split_bytes(20 * MIB + OPEN_COST_BYTES, 2, 64 * MIB)
+    assert _shape(even_parts(pieces, size, cuttable=True)) == [
+        [(0, 10 * MIB, False, 16 * MIB)], [(10 * MIB, 16 * MIB, True, 0), (16 * MIB, 20 * MIB, False, 0)]]
 
 
-def test_uncuttable_framings_keep_whole_pieces():
-    cuts = cut_pieces([Piece("j", 0, 100)], 10, cuttable=False)
-    assert [(c.piece.begin, c.piece.end, c.head_cut, c.read_to) for c in cuts] == [(0, 100, False, 0)]
+def test_uncuttable_framings_cut_at_the_nearest_piece_boundary():
+    pieces = [Piece("j", 0, 100), Piece("j", 100, 130), Piece("j", 130, 200)]
+    assert _shape(even_parts(pieces, 100, cuttable=False)) == [
+        [(0, 100, False, 0)], [(100, 130, False, 0), (130, 200, False, 0)]]
+    assert _shape(even_parts(pieces[:1], 10, cuttable=False)) == [[(0, 100, False, 0)]]
+    assert even_parts([], 10, cuttable=True) == []
 
 
 def _chunks(data: bytes, base: int, start: int, sizes: list[int]):
@@ -55,7 +63,9 @@ def test_parts_emit_each_record_once_in_order(lengths, torn_tail, parts, sizes, 
     emit the content byte for byte, each part exactly the records that begin in it."""
     data = b"".join(b"x" * n + b"\n" for n in lengths) + (b"torn" if torn_tail else b"")
     piece = Piece("j", base, base + len(data))
-    cuts = cut_pieces([piece], max(1, -(-len(data) // parts)), cuttable=True)
+    groups = even_parts([piece], max(1, -(-len(data) // parts)), cuttable=True)
+    assert all(len(g) == 1 for g in groups) and sum(g[0].size for g in groups) == len(data)
+    cuts = [g[0] for g in groups]
     starts = _record_starts(data, base)
     out = b""
     for cut in cuts:

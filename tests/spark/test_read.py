@@ -22,7 +22,7 @@ def test_batch_read_packs_pieces_into_partitions_of_max_partition_bytes(spark, b
     assert [pc.fragment is not None for pc in pieces][:3] == [True, True, True]
     assert pieces[-1].end == client.write_head(journal)
     assert herald_read(spark, broker, "app=parts").rdd.getNumPartitions() == 1  # Small: packed.
-    largest = max(pc.end - pc.begin for pc in pieces)  # No piece cut (test_read_cuts cuts them).
+    largest = max(pc.end - pc.begin for pc in pieces)  # Parts of about a piece (test_read_cuts: cuts).
     df = herald_read(spark, broker, "app=parts", maxPartitionBytes=largest)
     assert 1 < df.rdd.getNumPartitions() <= len(pieces)
     rows = df.orderBy("begin").collect()

@@ -1,5 +1,5 @@
 """Read-uncommitted batch partitions sized as Spark sizes file splits, cut inside
-a fragment when one is larger than a split (as Hadoop's text input cuts a file).
+a fragment where a split ends there (as Hadoop's text input cuts a file).
 
 Spark's file sources split ``totalBytes`` into splits of
 ``min(maxPartitionBytes, max(openCostInBytes, totalBytes / defaultParallelism))``
@@ -15,18 +15,20 @@ byte or after a newline. The part before a cut therefore reads on past ``b`` to
 finish its last record, and the part after it skips the torn record before its
 first newline (`record_chunks`, which reads from ``a - 1``: if that byte is a
 newline, ``a`` is a record's first byte and nothing is skipped). Only NDJSON is
-cut; other framings keep whole pieces, whose bounds are message boundaries.
+cut inside a piece; other framings are cut at piece bounds, which are message
+boundaries (fragments hold whole appends).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from herald.client import BrokerClient
 from herald.spark.reading import Piece, piece_chunks
 
-__all__ = ["OPEN_COST_BYTES", "CutPiece", "cut_pieces", "packed", "part_chunks", "record_chunks", "split_bytes"]
+__all__ = ["OPEN_COST_BYTES", "CutPiece", "even_parts", "part_chunks", "record_chunks", "split_bytes"]
 
 #: Spark's ``spark.sql.files.openCostInBytes``: the smallest split worth a task.
 OPEN_COST_BYTES = 4 << 20
@@ -53,37 +55,33 @@ class CutPiece:
         return self.piece.end - self.piece.begin
 
 
-def cut_pieces(pieces: Iterable[Piece], size: int, cuttable: bool) -> list[CutPiece]:
-    """Each piece larger than ``size`` cut into equal parts of at most ``size``
-    bytes (``cuttable``: NDJSON); other pieces whole."""
-    out: list[CutPiece] = []
-    for piece in pieces:
-        length = piece.end - piece.begin
-        n = -(-length // max(1, size)) if cuttable else 1
-        if n <= 1:
-            out.append(CutPiece(piece))
-            continue
-        edges = [piece.begin + length * i // n for i in range(n + 1)]
-        for i, (lo, hi) in enumerate(zip(edges, edges[1:], strict=False)):
-            out.append(CutPiece(Piece(piece.journal, lo, hi, piece.fragment), head_cut=i > 0,
-                                read_to=piece.end if hi < piece.end else 0))
-    return out
-
-
-def packed(cuts: list[CutPiece], max_bytes: int) -> list[tuple[CutPiece, ...]]:
-    """Consecutive pieces packed into groups of at most ``max_bytes`` (a piece
-    larger than that alone), as Spark packs files into partitions: each
-    partition costs a task (~60 ms of Spark's overhead here), so small
-    fragments are not worth one each."""
-    groups: list[list[CutPiece]] = []
-    size = 0
-    for cut in cuts:
-        if not groups or size + cut.size > max_bytes:
-            groups.append([])
-            size = 0
-        groups[-1].append(cut)
-        size += cut.size
-    return [tuple(g) for g in groups]
+def even_parts(pieces: Sequence[Piece], size: int, cuttable: bool) -> list[tuple[CutPiece, ...]]:
+    """A journal's contiguous ``pieces`` as ``ceil(bytes / size)`` partitions of
+    equal bytes, cut wherever that falls (``cuttable``: NDJSON), else at the
+    piece boundary nearest to it. Equal parts, not Spark's ``size``-long splits
+    and a short remainder: a 21 MB journal over 2 cores is 2 × 10.5 MB, not
+    14 + 7 (the longer task is the read's time)."""
+    if not pieces:
+        return []
+    lengths = [p.end - p.begin for p in pieces]
+    starts = list(accumulate(lengths, initial=0))
+    total = starts[-1]
+    n = max(1, -(-total // max(1, size)))
+    targets = [total * k // n for k in range(1, n)]
+    if not cuttable:
+        inner = starts[1:-1]
+        targets = [min(inner, key=lambda b, t=t: abs(b - t)) for t in targets] if inner else []
+    edges = sorted({0, *targets, total})
+    parts = []
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        group = []
+        for piece, a, b in zip(pieces, starts, starts[1:], strict=False):
+            if a < hi and b > lo:
+                clo, chi = max(a, lo), min(b, hi)
+                part = Piece(piece.journal, piece.begin + clo - a, piece.begin + chi - a, piece.fragment)
+                group.append(CutPiece(part, head_cut=clo > a, read_to=piece.end if chi < b else 0))
+        parts.append(tuple(group))
+    return parts
 
 
 def record_chunks(chunks: Iterable[tuple[int, bytes]], begin: int, end: int, head_cut: bool,

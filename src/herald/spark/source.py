@@ -38,7 +38,7 @@ from herald.message import Checkpoint, Envelope, Sequencer, framing_for, sequenc
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming, content_type_of
 from herald.spark.budget import row_budget_ends, sampler_of, share_bytes
-from herald.spark.cuts import OPEN_COST_BYTES, cut_pieces, packed, part_chunks, split_bytes
+from herald.spark.cuts import OPEN_COST_BYTES, even_parts, part_chunks, split_bytes
 from herald.spark.datasource import HeraldDataSource
 from herald.spark.offsets import check_data_loss, clip_pieces, held_range, journal_range, selected_heads
 from herald.spark.options import HeraldOptions
@@ -108,6 +108,8 @@ class BatchReader(DataSourceReader):
             planned = [(journal, content_type, self._in_range(journal, plan_pieces(client, journal)))
                        for journal, content_type in sorted(_content_types(client, self.opts.selector).items())]
             total = sum(p.end - p.begin for _, _, pieces in planned for p in pieces)
+            if not self.opts.min_partitions:  # Spark's openCostInBytes, a journal for a file
+                total += OPEN_COST_BYTES * sum(1 for _, _, pieces in planned if pieces)
             opts = self._sized(total)
             parts: list[InputPartition] = []
             for _journal, content_type, pieces in planned:
@@ -181,16 +183,17 @@ class BatchReader(DataSourceReader):
 
 def _uncommitted_parts(opts: HeraldOptions, content_type: str, pieces: tuple[Piece, ...],
                        total: int) -> list[InputPartition]:
-    """A journal's pieces as Spark would split files of the same bytes: splits of
-    `split_bytes` (``minPartitions``, else the driver's cores, share the read's
-    ``total``; no less than 4 MiB unless ``minPartitions`` asks), NDJSON pieces
-    cut inside a fragment when larger, small ones packed (`herald.spark.cuts`)."""
-    floor = 1 if opts.min_partitions else OPEN_COST_BYTES
-    size = split_bytes(total, default_parallelism(opts), opts.max_partition_bytes, floor)
+    """A journal's pieces as Spark would split files of the same bytes: parts of
+    at most `split_bytes` of the read's ``total`` (``minPartitions``, else the
+    driver's cores; each journal counted 4 MiB more, as Spark counts a file's
+    ``openCostInBytes``, unless ``minPartitions`` asks), equal in bytes, NDJSON
+    pieces cut inside a fragment (`herald.spark.cuts`)."""
+    size = split_bytes(total, default_parallelism(opts), opts.max_partition_bytes,
+                       1 if opts.min_partitions else OPEN_COST_BYTES)
     cuttable = isinstance(framing_for(content_type, opts.uuid_field), NDJSONFraming)
     return [InputPartition(BatchPart(opts, content_type, tuple(c.piece for c in group),
                                      head_cut=group[0].head_cut, read_to=group[-1].read_to))
-            for group in packed(cut_pieces(pieces, size, cuttable), size)]
+            for group in even_parts(pieces, size, cuttable)]
 
 
 def _scan_pieces(part: BatchPart, framing: NDJSONFraming, errors: DecodeErrors) -> Iterator[pa.RecordBatch]:
