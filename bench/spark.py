@@ -173,12 +173,14 @@ def _runs(config: Config) -> int:
 
 def _warm_up(spark: Any, url: str, scratch: Path) -> None:
     """Start Spark's Python workers (and their imports) outside the timed runs:
-    a small read and write of format ``herald``, and a small availableNow stream
+    a small read in two partitions (a worker per core: the timed read splits
+    over both) and write of format ``herald``, and a small availableNow stream
     (the session's first streaming query loads the JVM's micro-batch path and is
     ~0.5 s slower outside its batches than later ones: without it, whichever
     system's stream the reads case times first would pay that)."""
     fill_journal(url, "bench/spark-warm", 1000, scratch / "warm")
-    df = spark.read.format("herald").option("broker", url).option("selector", "name=bench/spark-warm").load()
+    df = spark.read.format("herald").option("broker", url).option("selector", "name=bench/spark-warm") \
+        .option("minPartitions", "2").load()  # Two tasks: both cores' Python workers start here.
     df.write.format("noop").mode("overwrite").save()
     df.select("value").write.format("herald").option("broker", url).option("selector", "name=bench/spark-warm") \
         .option("mapping", "random").mode("append").save()
@@ -208,6 +210,8 @@ def _reads(report: Report, config: Config, spark: Any, url: str, text_dir: Path,
 
     parts = spark.read.format("herald").option("broker", url).option("selector", "name=bench/spark-read") \
         .load().rdd.getNumPartitions()
+    text_parts = spark.read.text(str(text_dir)).rdd.getNumPartitions()
+    report.note(f"batch read partitions: herald {parts}, spark text {text_parts}")
 
     def ceiling_batch():
         df = spark.read.format("herald-ceiling").option("rows", rows).option("partitions", parts).load()

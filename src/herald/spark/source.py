@@ -38,6 +38,7 @@ from herald.message import Checkpoint, Envelope, Sequencer, framing_for, sequenc
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming, content_type_of
 from herald.spark.budget import row_budget_ends, sampler_of, share_bytes
+from herald.spark.cuts import OPEN_COST_BYTES, even_parts, part_chunks, split_bytes
 from herald.spark.datasource import HeraldDataSource
 from herald.spark.offsets import check_data_loss, clip_pieces, held_range, journal_range, selected_heads
 from herald.spark.options import HeraldOptions
@@ -82,14 +83,18 @@ def _content_types(client: BrokerClient, selector: str) -> dict[str, str]:
 @dataclass(frozen=True, slots=True)
 class BatchPart:
     """One input partition of a batch read: consecutive pieces of a journal
-    (read-uncommitted, up to ``maxPartitionBytes``), or a journal's pieces in
-    order (read-committed: one sequencer, starting from ``checkpoint``, the
-    Sequencer's state at the first piece's begin)."""
+    (read-uncommitted, up to a Spark-sized split: `herald.spark.cuts`), or a
+    journal's pieces in order (read-committed: one sequencer, starting from
+    ``checkpoint``, the Sequencer's state at the first piece's begin).
+    ``head_cut``: the first piece begins inside a fragment; ``read_to``: the last
+    one ends inside a fragment, whose record is read on (NDJSON only)."""
 
     opts: HeraldOptions
     content_type: str
     pieces: tuple[Piece, ...]
     checkpoint: Checkpoint = Checkpoint({})
+    head_cut: bool = False
+    read_to: int = 0
 
 
 class BatchReader(DataSourceReader):
@@ -102,15 +107,17 @@ class BatchReader(DataSourceReader):
         with self.opts.client() as client:
             planned = [(journal, content_type, self._in_range(journal, plan_pieces(client, journal)))
                        for journal, content_type in sorted(_content_types(client, self.opts.selector).items())]
-            opts = self._sized(sum(p.end - p.begin for _, _, pieces in planned for p in pieces))
+            total = sum(p.end - p.begin for _, _, pieces in planned for p in pieces)
+            if not self.opts.min_partitions:  # Spark's openCostInBytes, a journal for a file
+                total += OPEN_COST_BYTES * sum(1 for _, _, pieces in planned if pieces)
+            opts = self._sized(total)
             parts: list[InputPartition] = []
             for _journal, content_type, pieces in planned:
                 if opts.committed:
                     parts += [InputPartition(BatchPart(opts, content_type, group, checkpoint))
                               for checkpoint, group in self._committed_split(client, content_type, pieces, opts)]
                 else:
-                    parts += [InputPartition(BatchPart(opts, content_type, group))
-                              for group in _packed(pieces, opts.max_partition_bytes)]
+                    parts += _uncommitted_parts(opts, content_type, pieces, total)
         return parts or [InputPartition(BatchPart(self.opts, DEFAULT_CONTENT_TYPE, ()))]
 
     def _in_range(self, journal: str, pieces: list[Piece]) -> tuple[Piece, ...]:
@@ -122,14 +129,12 @@ class BatchReader(DataSourceReader):
         return tuple(clip_pieces(pieces, begin, end))
 
     def _sized(self, total_bytes: int) -> HeraldOptions:
-        """``minPartitions``: smaller partitions (read-uncommitted) or splits
-        (read-committed NDJSON), so the read has about that many."""
-        if not self.opts.min_partitions or not total_bytes:
+        """Read-committed NDJSON with ``minPartitions``: splits of total / N bytes,
+        so the read has about that many (read-uncommitted: `_uncommitted_parts`)."""
+        if not self.opts.min_partitions or not total_bytes or not self.opts.committed:
             return self.opts
         size = max(1, -(-total_bytes // self.opts.min_partitions))
-        if self.opts.committed:
-            return replace(self.opts, split_bytes=min(self.opts.split_bytes or size, size))
-        return replace(self.opts, max_partition_bytes=min(self.opts.max_partition_bytes, size))
+        return replace(self.opts, split_bytes=min(self.opts.split_bytes or size, size))
 
     def _committed_split(self, client: BrokerClient, content_type: str, pieces: tuple[Piece, ...],
                          opts: HeraldOptions) -> list[tuple[Checkpoint, tuple[Piece, ...]]]:
@@ -176,20 +181,19 @@ class BatchReader(DataSourceReader):
             yield batch
 
 
-def _packed(pieces: tuple[Piece, ...], max_bytes: int) -> list[tuple[Piece, ...]]:
-    """Consecutive pieces packed into groups of at most ``max_bytes`` (a piece
-    larger than that alone), as Spark packs files into partitions: each
-    partition costs a task (~60 ms of Spark's overhead here), so small
-    fragments are not worth one each."""
-    groups: list[list[Piece]] = []
-    size = 0
-    for piece in pieces:
-        if not groups or size + piece.end - piece.begin > max_bytes:
-            groups.append([])
-            size = 0
-        groups[-1].append(piece)
-        size += piece.end - piece.begin
-    return [tuple(g) for g in groups]
+def _uncommitted_parts(opts: HeraldOptions, content_type: str, pieces: tuple[Piece, ...],
+                       total: int) -> list[InputPartition]:
+    """A journal's pieces as Spark would split files of the same bytes: parts of
+    at most `split_bytes` of the read's ``total`` (``minPartitions``, else the
+    driver's cores; each journal counted 4 MiB more, as Spark counts a file's
+    ``openCostInBytes``, unless ``minPartitions`` asks), equal in bytes, NDJSON
+    pieces cut inside a fragment (`herald.spark.cuts`)."""
+    size = split_bytes(total, default_parallelism(opts), opts.max_partition_bytes,
+                       1 if opts.min_partitions else OPEN_COST_BYTES)
+    cuttable = isinstance(framing_for(content_type, opts.uuid_field), NDJSONFraming)
+    return [InputPartition(BatchPart(opts, content_type, tuple(c.piece for c in group),
+                                     head_cut=group[0].head_cut, read_to=group[-1].read_to))
+            for group in even_parts(pieces, size, cuttable)]
 
 
 def _scan_pieces(part: BatchPart, framing: NDJSONFraming, errors: DecodeErrors) -> Iterator[pa.RecordBatch]:
@@ -199,8 +203,10 @@ def _scan_pieces(part: BatchPart, framing: NDJSONFraming, errors: DecodeErrors) 
     needs_client = part.opts.committed or any(p.fragment is None for p in part.pieces)
     with part.opts.client() if needs_client else contextlib.nullcontext() as client:
         if not part.opts.committed:
-            for piece in part.pieces:
-                yield from scan_batches(piece_chunks(client, piece), journal, framing, errors)
+            last = len(part.pieces) - 1
+            for i, piece in enumerate(part.pieces):
+                chunks = part_chunks(client, piece, part.head_cut and i == 0, part.read_to if i == last else 0)
+                yield from scan_batches(chunks, journal, framing, errors)
             return
         assert client is not None
         chunks = (chunk for piece in part.pieces for chunk in piece_chunks(client, piece))
