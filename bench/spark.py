@@ -171,6 +171,10 @@ def _runs(config: Config) -> int:
     return 1 if config.quick else config.runs
 
 
+#: Samples of each batch read even in --quick mode (each is a short job).
+BATCH_READ_RUNS = 3
+
+
 def _warm_up(spark: Any, url: str, scratch: Path) -> None:
     """Start Spark's Python workers (and their imports) outside the timed runs:
     a small read in two partitions (a worker per core: the timed read splits
@@ -217,8 +221,11 @@ def _reads(report: Report, config: Config, spark: Any, url: str, text_dir: Path,
         df = spark.read.format("herald-ceiling").option("rows", rows).option("partitions", parts).load()
         return {"rows_per_s": rows / _wall(lambda: df.write.format("noop").mode("overwrite").save())}
 
+    # A quick batch read takes well under a second, most of it the job's fixed cost
+    # (~0.12 s): one sample per system swung 0.44-0.71x `text` between runs minutes
+    # apart, so even --quick takes the median of a few, for every system alike.
     samples = measure_interleaved(config, {"herald": herald_batch, "spark text": text_batch,
-                                           CEILING: ceiling_batch}, _runs(config))
+                                           CEILING: ceiling_batch}, max(BATCH_READ_RUNS, _runs(config)))
     for system, values in samples.items():
         report.add(system, "batch read", values, UNITS)
 
