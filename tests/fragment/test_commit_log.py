@@ -4,7 +4,6 @@ over as well as once) before the spools recover [I-FRAG-2]."""
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import shutil
@@ -252,13 +251,13 @@ def test_a_power_cut_loses_no_round_logged_or_checkpointed(powercut, monkeypatch
         assert found.path.read_bytes() == expected
 
 
-def test_a_round_whose_log_sync_fails_is_never_replayed(powercut, monkeypatch):
+def test_a_round_whose_log_sync_fails_is_never_replayed(powercut):
     """An I/O error on the log's fdatasync fails the round; its records are zeroed
     and later rounds go to a new segment (the failed one is checkpointed), so after
     a power cut the restart brings back the groups before and after it, and never
     the failed one [I-APPEND-2]."""
     root, log, spools, marks = _one_logged_round(powercut)
-    _fail_one_fdatasync(monkeypatch, lambda: log._fd)
+    powercut.fail_next_sync(log._segment_path(log._seq))  # EIO, as from a failing disk
     failed = write_round([GroupWrite(s, [b"lost\n"], LabelSet(), 1.0) for s in spools])
     assert all(isinstance(outcome, OSError) for outcome in failed)
     for spool, mark in zip(spools, marks):
@@ -273,14 +272,14 @@ def test_a_round_whose_log_sync_fails_is_never_replayed(powercut, monkeypatch):
         assert found.path.read_bytes() == b"one\ntwo\n"
 
 
-def test_a_logged_round_whose_large_group_fails_its_data_sync_is_taken_back(powercut, monkeypatch):
+def test_a_logged_round_whose_large_group_fails_its_data_sync_is_taken_back(powercut):
     """A large group's bytes are synced in its spool beside the log's sync, after its
     record (its commit line) is logged. If that sync fails, the whole round fails and
     its records are zeroed: the failed group's place is written again by the next
     group, and a replayed line over that group's would cut an acknowledged append
     off at recovery [I-FRAG-2]."""
     root, log, spools, marks = _one_logged_round(powercut)
-    _fail_one_fdatasync(monkeypatch, lambda: spools[0]._fd)
+    powercut.fail_next_sync(spools[0].path)
     failed = write_round([GroupWrite(spools[0], [b"L" * INLINE_BYTES], LabelSet(), 1.0),
                           GroupWrite(spools[1], [b"lost\n"], LabelSet(), 1.0)])
     assert all(isinstance(outcome, OSError) for outcome in failed)
@@ -294,20 +293,6 @@ def test_a_logged_round_whose_large_group_fails_its_data_sync_is_taken_back(powe
         (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
         assert found.path.read_bytes()[:found.fragment.end] == b"one\ntwo\n"
         assert found.fragment.end == len(b"one\ntwo\n")
-
-
-def _fail_one_fdatasync(monkeypatch, fd_of) -> None:
-    """The next fdatasync of the descriptor ``fd_of()`` names (looked up when the
-    sync comes: descriptors open lazily) fails with EIO, as a failing disk's would."""
-    real_fdatasync = os.fdatasync
-
-    def failing_once(fd: int) -> None:
-        if fd == fd_of():
-            monkeypatch.setattr(os, "fdatasync", real_fdatasync)
-            raise OSError(errno.EIO, "injected I/O error")
-        real_fdatasync(fd)
-
-    monkeypatch.setattr(os, "fdatasync", failing_once)
 
 
 def _one_logged_round(powercut) -> tuple[Path, CommitLog, list[Spool], list]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
+
+import pytest
 
 from herald.durable import fsync_directory
 
@@ -90,3 +93,28 @@ def test_new_directory_survives_only_once_its_parent_is_fsynced(powercut):
     assert powercut.cut().unsynced_entries == 0
     powercut.start()
     assert (mnt / "a" / "f").read_bytes() == b"content"
+
+
+def test_a_failing_disk_fails_one_sync_with_eio_and_makes_nothing_of_it_durable(powercut):
+    mnt = powercut.mount
+    write(mnt / "log", b"durable\n", fsync=True)
+    fsync_directory(mnt)
+    fd = os.open(mnt / "log", os.O_RDWR | os.O_APPEND)
+    os.write(fd, b"failed\n")
+    powercut.fail_next_sync(mnt / "log")
+    with pytest.raises(OSError) as failed:
+        os.fdatasync(fd)
+    assert failed.value.errno == errno.EIO
+    os.close(fd)
+    assert powercut.cut().unsynced_bytes == len(b"failed\n")
+    powercut.start()
+    assert (mnt / "log").read_bytes() == b"durable\n"
+    write(mnt / "log", b"synced\n", fsync=True)  # one sync failed, not every later one
+    powercut.cut()
+    powercut.start()
+    assert (mnt / "log").read_bytes() == b"synced\n"
+
+
+def test_a_sync_fault_on_a_missing_file_is_refused_loudly(powercut):
+    with pytest.raises(RuntimeError, match="refused"):
+        powercut.fail_next_sync(powercut.mount / "absent")

@@ -15,12 +15,13 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CUT_PREFIX", "READY_PREFIX", "CutReport", "Dir", "Disk", "File", "fail"]
+__all__ = ["CUT_PREFIX", "EIO_PREFIX", "READY_PREFIX", "CutReport", "Dir", "Disk", "File", "fail"]
 
 PAGE_BYTES = 4096
 STORE_NAME = ".powercut"
 READY_PREFIX = "powercut mounted "
 CUT_PREFIX = "powercut cut "
+EIO_PREFIX = "powercut eio "
 
 
 class File:
@@ -157,6 +158,7 @@ class Disk:
         self.dir_handles: dict[int, Dir] = {}
         self._dirs_by_ino: dict[int, Dir] = {}
         self.armed = False
+        self.failing_syncs: set[File] = set()  # each fails its next fsync with EIO (PowerCut.fail_next_sync)
         shutil.rmtree(self.store, ignore_errors=True)  # orphans of the last mount: never durably named
         self.store.mkdir()
         self.root = self._scan(self.backing, None, {})

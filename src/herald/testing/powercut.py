@@ -31,6 +31,11 @@ PostgreSQL and SQLite assume):
   ``.powercut/`` — inodes no durable name reaches, as a file system check reclaims
   them — and mirrors what is left.
 
+- **A failing disk.** `PowerCut.fail_next_sync` makes the next ``fsync`` or
+  ``fdatasync`` of one file fail with ``EIO``, as Linux reports a write-back error
+  of a dying disk: that sync makes nothing durable (its bytes stay unsynced, lost
+  at a cut unless a later sync writes them). Only that one sync fails.
+
 Not modelled: a cut in the middle of one write (torn pages), reordering among
 unsynced writes (they are all dropped, never some), metadata other than size (mode
 and times go straight to the backing inode), hard links, symlinks and devices
@@ -51,7 +56,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from herald.testing._powercut_fs import CUT_PREFIX, READY_PREFIX, CutReport, Dir, Disk, File, fail
+from herald.testing._powercut_fs import CUT_PREFIX, EIO_PREFIX, READY_PREFIX, CutReport, Dir, Disk, File, fail
 
 __all__ = ["CutReport", "PowerCut", "PowerCutFS", "serve"]
 
@@ -196,7 +201,11 @@ class PowerCutFS(Disk):
 
     @_locked
     def fsync(self, path: str | None, datasync: int, fh: int) -> int:
-        self.handles[fh].sync()
+        node = self.handles[fh]
+        if node in self.failing_syncs:
+            self.failing_syncs.discard(node)
+            raise fail(errno.EIO)
+        node.sync()
         return 0
 
     @_locked
@@ -259,6 +268,15 @@ class PowerCutFS(Disk):
         with self.lock:
             self.armed = True
 
+    def fail_next_sync(self, path: str) -> None:
+        """The next fsync of the file at ``path`` fails with EIO; acknowledged on stdout."""
+        with self.lock:
+            node = self._lookup(path)
+            if not isinstance(node, File):
+                raise fail(errno.EISDIR)
+            self.failing_syncs.add(node)
+        print(EIO_PREFIX + path, flush=True)
+
     def _cut_now(self) -> None:
         print(self.pending().line(), flush=True)
         os._exit(0)
@@ -266,7 +284,8 @@ class PowerCutFS(Disk):
 
 def serve(mount: str, backing: str) -> None:
     """Mount ``backing`` at ``mount`` until unmounted; ``SIGUSR1`` cuts the power,
-    ``SIGUSR2`` cuts it during the next write.
+    ``SIGUSR2`` cuts it during the next write; a line ``eio <path>`` on stdin makes
+    the next fsync of that file fail (`PowerCutFS.fail_next_sync`).
 
     The FUSE loop runs on a thread so the main thread can take the signal at once."""
     import mfusepy
@@ -283,7 +302,19 @@ def serve(mount: str, backing: str) -> None:
                             kwargs={"foreground": True, "nothreads": True, "hard_remove": True,
                                     "fsname": "powercut"})
     loop.start()
+    threading.Thread(target=_take_commands, args=(fs,), name="commands", daemon=True).start()
     loop.join()
+
+
+def _take_commands(fs: PowerCutFS) -> None:
+    for line in sys.stdin:
+        command, _, path = line.strip().partition(" ")
+        try:
+            if command != "eio":
+                raise fail(errno.EINVAL)
+            fs.fail_next_sync(path)
+        except OSError as err:  # the test's _expect shows it
+            print(f"powercut refused {command} {path}: {err}", flush=True)
 
 
 class PowerCut:
@@ -305,7 +336,8 @@ class PowerCut:
         self._lines, self._stderr = queue.Queue(), []
         self.proc = proc = subprocess.Popen(
             [sys.executable, "-m", "herald.testing.powercut", str(self.mount), str(self.backing)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)
         threading.Thread(target=self._read_lines, args=(proc, self._lines), daemon=True).start()
         threading.Thread(target=self._stderr.extend, args=(proc.stderr or (),), daemon=True).start()
         self._expect(READY_PREFIX)
@@ -322,6 +354,15 @@ class PowerCut:
         self._unmount()
         self.reports.append(report)
         return report
+
+    def fail_next_sync(self, path: Path) -> None:
+        """The next ``fsync``/``fdatasync`` of the file at ``path`` (under the mount)
+        fails with EIO, as on a failing disk; returns once the file system has it."""
+        assert self.proc is not None and self.proc.stdin is not None
+        inside = "/" + Path(path).relative_to(self.mount).as_posix()
+        self.proc.stdin.write(f"eio {inside}\n")
+        self.proc.stdin.flush()
+        self._expect(EIO_PREFIX)
 
     def close(self) -> None:
         """Stop the file system (a cut, unreported) and unmount; idempotent."""
