@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import pickle
 
 import pyarrow as pa
 import pytest
 
 from herald.message import modulo_mapping
 from herald.protocol.errors import HeraldError
+from herald.spark.datasource import HeraldDataSource
 from herald.spark.options import HeraldOptions
 from herald.spark.sink import FencedError, SinkCommit, SinkLog, commit_batch
 from herald.spark.sink_tasks import publish_rows
@@ -192,3 +194,17 @@ def test_a_journal_joining_the_selector_is_written_from_the_next_micro_batch(spa
     later = reference_committed(client, second)
     assert later  # 60 rows drawn at random over two journals: all on one has odds 2⁻⁶⁰.
     assert _bodies(_committed_outputs(client, [first, second])) == list(range(100))
+
+
+def test_the_commit_runners_writer_lists_nothing_the_planners_lists_when_pickled(broker, tmp_path):
+    """The sink's commit runner builds a StreamWriter each micro-batch only to call
+    `commit`: building one asks no broker; the planner's, pickled for the tasks,
+    carries the output journals listed once."""
+    [out] = make_journals(broker, "sink8/out", labels={"app": "sink8"})
+    options = {"broker": broker.url, "selector": "app=sink8", "checkpointLocation": str(tmp_path)}
+    unreachable = HeraldDataSource({**options, "broker": "http://127.0.0.1:9"}).streamWriter(None, False)
+    assert unreachable.journals is None  # built without a broker to ask
+    writer = HeraldDataSource(options).streamWriter(None, False)
+    shipped = pickle.loads(pickle.dumps(writer))
+    assert [j.name for j in shipped.journals] == [out]
+    assert pickle.loads(pickle.dumps(writer)).journals == shipped.journals  # listed once

@@ -162,29 +162,35 @@ def _grouped(intents: Iterable[AckIntent]) -> dict[str, bytes]:
     return {j: b"".join(chunks) for j, chunks in out.items()}
 
 
-def _fence_ack(client: BrokerClient, journal: str, token: str, opts: HeraldOptions) -> bytes:
+def _fence_ack(client: BrokerClient, journal: str, token: str, opts: HeraldOptions,
+               labels: LabelSet | None = None) -> bytes:
     """An ACK of a producer that publishes nothing else: a harmless byte to carry
-    a register change to a journal without recorded intents."""
-    infos = client.list(f"name={journal}")
-    framing = framing_for_labels(infos[0].spec.labels if infos else LabelSet(), opts.uuid_field)
+    a register change to a journal without recorded intents. ``labels``: the
+    journal's, from a listing the caller made (else listed here: a round trip)."""
+    if labels is None:
+        infos = client.list(f"name={journal}")
+        labels = infos[0].spec.labels if infos else LabelSet()
+    framing = framing_for_labels(labels, opts.uuid_field)
     producer = ProducerID.new(bytes.fromhex(token)[:6])
     return framing.encode(framing.ack_body(), build_uuid(producer, Clock.from_unix_ns(time.time_ns()).tick(), ACK_TXN))
 
 
-def _fence(client: BrokerClient, opts: HeraldOptions, token: str, journals: set[str],
+def _fence(client: BrokerClient, opts: HeraldOptions, token: str, journals: set[str] | dict[str, LabelSet],
            last: Record | None) -> set[str]:
-    """Put ``<register>=<token>`` on ``journals``, re-appending the last recorded
-    intents where there are some (Gazette's recovery), a fence ACK elsewhere."""
+    """Put ``<register>=<token>`` on ``journals`` (names, or names → labels as just
+    listed, which spares a fence ACK its own listing), re-appending the last
+    recorded intents where there are some (Gazette's recovery), a fence ACK elsewhere."""
     register = f"{opts.fence_register}={token}"
     recorded = _grouped(last.intents) if last else {}
+    labels = journals if isinstance(journals, dict) else {}
 
     def fence(journal: str) -> None:
-        data = recorded.get(journal) or _fence_ack(client, journal, token, opts)
+        data = recorded.get(journal) or _fence_ack(client, journal, token, opts, labels.get(journal))
         retry_transient(lambda: client.append(journal, data, union_registers=register),
                         COMMIT_DEADLINE_S, f"sink fence on {journal}")
 
-    _on_every_journal(fence, sorted(journals | set(recorded)))  # All must succeed before the fence is recorded.
-    return journals | set(recorded)
+    _on_every_journal(fence, sorted(set(journals) | set(recorded)))  # All must succeed before the fence is recorded.
+    return set(journals) | set(recorded)
 
 
 class FencedError(HeraldError):
@@ -204,7 +210,7 @@ def commit_batch(opts: HeraldOptions, token: str, messages: Iterable[SinkCommit 
         if fence_token != token:
             if sink_log.has_recovered(token):
                 raise FencedError(f"sink token {token} was fenced by {fence_token}: another driver took over")
-            selected = {i.name for i in client.list(opts.selector)}
+            selected = {i.name: i.spec.labels for i in client.list(opts.selector)}
             fenced = _fence(client, opts, token, selected, last)
             sink_log.set_fence(token, fenced)
             sink_log.mark_recovered(token)
@@ -271,12 +277,23 @@ def plan_journals(opts: HeraldOptions) -> tuple[JournalInfo, ...]:
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
-    """``writeStream.format("herald")``: tasks publish, the driver commits."""
+    """``writeStream.format("herald")``: tasks publish, the driver commits.
+
+    Each micro-batch builds this writer twice: in the writer's planner, which
+    pickles it for the tasks, and in the sink's commit runner, which only calls
+    `commit` (acknowledging the journals the tasks' intents name). So the output
+    journals are listed (`plan_journals`) when the writer is pickled, not when it
+    is built: the commit runner never pays that broker round trip."""
 
     def __init__(self, opts: HeraldOptions, schema: object = None,
                  journals: tuple[JournalInfo, ...] | None = None) -> None:
         self.opts = opts
-        self.journals = journals  # the planner's listing (plan_journals); None: each task lists
+        self.journals = journals  # the planner's listing (plan_journals); None: listed when pickled
+
+    def __getstate__(self) -> dict[str, object]:
+        if self.journals is None:  # once, however often the planner pickles it
+            self.journals = plan_journals(self.opts)
+        return self.__dict__
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
         """Executor, once per task attempt."""
