@@ -164,7 +164,8 @@ class DescriptorPool:
             entry = self._open.get(holder)
             if entry is not None:
                 entry[1] -= 1
-            self._evict(lambda: self._open_fds > self.budget_fds)
+            if self._open_fds > self.budget_fds:  # else no copy of the holders per unpin
+                self._evict(lambda: self._open_fds > self.budget_fds)
 
     def _open_holder(self, holder: PooledFiles) -> int:
         """Open under the lock; on EMFILE close every idle holder and try once more."""
