@@ -61,7 +61,7 @@ async def serving_journal(request: web.Request, name: str, need_primary: bool,
     if target:
         credentials = broker.peer_headers(request.get("capability", Capability.READ), name)
         raise Forwarded(await forward(request, target, broker.session, body, credentials,
-                                      broker.keyspace.revision))
+                                      broker.keyspace.revision, broker.until_rerouted(name, need_primary, target)))
     journal = broker.local_journal(name, need_primary)
     if journal is None:
         raise HeraldError(Status.NOT_JOURNAL_BROKER, f"no broker serves {name} yet; retry")

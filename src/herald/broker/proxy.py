@@ -8,9 +8,17 @@ the target: as Gazette's resolver does, the target first catches up with that
 revision (its own watch may lag the proxier's by a few milliseconds) and only then,
 if it still cannot serve, answers NOT_JOURNAL_(PRIMARY_)BROKER for the client to
 retry after re-resolving.
+
+A forward is abandoned when the target stops serving the journal while the request
+waits for its answer: a broker that is stopped (SIGSTOP, a hung VM) holds the
+connection open and never answers, and the route moves on once its lease expires.
+The client then gets a retryable status instead of hanging for its whole timeout.
 """
 
 from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
 
 import aiohttp
 from aiohttp import web
@@ -46,12 +54,14 @@ def route_revision(request: web.Request) -> int:
 
 async def forward(request: web.Request, endpoint: str, session: aiohttp.ClientSession,
                   body: bytes | None = None, credentials: dict[str, str] | None = None,
-                  revision: int = 0) -> web.StreamResponse:
+                  revision: int = 0, rerouted: Awaitable[None] | None = None) -> web.StreamResponse:
     """Stream ``request`` to ``endpoint`` and its response back, chunk by chunk.
 
     ``body`` is given when the handler already read the request body (JSON APIs).
     ``credentials`` (the broker's own token, scoped to this journal) replace the
     client's: the client's token was checked here, and need not travel further.
+    ``rerouted`` completes when ``endpoint`` no longer serves the journal: a forward
+    still waiting for its answer then fails as retryable (see the module docstring).
     """
     headers = {k: v for k, v in request.headers.items()
                if k.lower() not in HOP_BY_HOP and k.lower() != "authorization"}
@@ -61,9 +71,9 @@ async def forward(request: web.Request, endpoint: str, session: aiohttp.ClientSe
     if body is None and request.can_read_body:
         body = request.content.iter_any()
     try:
-        upstream = await session.request(
+        upstream = await _answer_unless_rerouted(session.request(
             request.method, f"{endpoint}{request.raw_path}", headers=headers, data=body,
-            timeout=aiohttp.ClientTimeout(total=None, sock_read=None), auto_decompress=False)
+            timeout=aiohttp.ClientTimeout(total=None, sock_read=None), auto_decompress=False), rerouted, endpoint)
     except aiohttp.ClientError as err:
         # The broker we were routed to is gone (crashed, partitioned): retryable, and
         # the next resolution will see the new route once its lease expires.
@@ -79,3 +89,25 @@ async def forward(request: web.Request, endpoint: str, session: aiohttp.ClientSe
         return response
     finally:
         upstream.release()
+
+
+async def _answer_unless_rerouted(answer: Awaitable[aiohttp.ClientResponse], rerouted: Awaitable[None] | None,
+                                  endpoint: str) -> aiohttp.ClientResponse:
+    """The upstream answer's head, or a retryable error if the route moves away from
+    ``endpoint`` first. An abandoned append's outcome is unknown to the client, as
+    after its own timeout: appends are at-least-once, messages carry UUIDs for that."""
+    if rerouted is None:
+        return await answer
+    answering, moved = asyncio.ensure_future(answer), asyncio.ensure_future(rerouted)
+    try:
+        await asyncio.wait((answering, moved), return_when=asyncio.FIRST_COMPLETED)
+    finally:  # also when this request is cancelled (its client went away)
+        moved.cancel()
+        answered = answering.done()
+        if not answered:
+            answering.cancel()
+    if not answered:
+        raise HeraldError(Status.NO_JOURNAL_PRIMARY_BROKER,
+                          f"broker {endpoint} stopped serving the journal before it answered "
+                          "(its outcome is unknown); retry")
+    return answering.result()

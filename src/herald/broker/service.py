@@ -234,6 +234,18 @@ class Broker:
             if self.local_journal(name, need_primary) is not None:
                 return ""
 
+    async def until_rerouted(self, name: str, need_primary: bool, endpoint: str) -> None:
+        """Return once ``endpoint`` no longer serves ``name`` as asked (primary, or any
+        member) in this broker's view of the keyspace: a request forwarded there and
+        still unanswered is then abandoned (`herald.broker.proxy`)."""
+        while True:
+            changed = self.next_keyspace_change()  # taken before the route is read
+            route = self.route(name)
+            serving = (route.primary_endpoint,) if need_primary else route.endpoints
+            if endpoint not in serving:
+                return
+            await changed.wait()
+
     async def catch_up_to_route(self, name: str, need_primary: bool, revision: int) -> Journal | None:
         """The local journal for a proxied request, once this broker has applied the
         keyspace ``revision`` the proxier routed by and served its assignments; None
