@@ -48,6 +48,12 @@ UNITS = {"rows_per_s": "rows/s", "batch_rows_per_s": "rows/s", "outside_batches_
          "p50_ms": "ms", "p99_ms": "ms", "cores": "cores"}
 READ_FRAGMENT_BYTES = 16 << 20
 CASES = ("reads", "parallel", "sink", "dedupe")
+#: Rows of the reads case (full, --quick): ~200 bytes each. Enough that a read's
+#: fixed costs — a batch job's ~0.12 s, a stream query's fresh source-runner
+#: process (0.4-0.6 s, PySpark's own start-up) — do not decide its rows/s: at
+#: 100 k rows (20 MB) they were most of a read, and a read-committed stream could
+#: not pass ~220 k rows/s end to end however fast its micro-batch (100 k ÷ 0.45 s).
+READ_ROWS = (2_000_000, 1_000_000)
 
 
 def spark_session(master: str = "local[2]") -> Any:
@@ -86,7 +92,7 @@ def run(config: Config) -> Report:
         with herald_broker(scratch) as broker:
             spark = _phase("spark session", spark_session)
             _phase("warm-up job", lambda: spark.range(1000).selectExpr("sum(id)").collect())
-            rows = config.scale(600_000, 100_000)
+            rows = config.scale(*READ_ROWS)
             report.inputs.update(spark="local[2]", read_rows=rows, read_fragment_bytes=READ_FRAGMENT_BYTES)
             text_dir = _phase("fill", lambda: fill_journal(broker.url, "bench/spark-read", rows, scratch))
             _phase("warm-up herald read", lambda: _warm_up(spark, broker.url, scratch))

@@ -13,6 +13,7 @@ import pytest
 from herald.spark.offsets import DataLossError, check_data_loss
 from herald.testing import Producer, make_journals
 from herald.testing.waiting import wait_until
+from tests.spark.spark_helpers import run_stream, stream_rows
 
 pytestmark = pytest.mark.spark
 
@@ -85,3 +86,23 @@ def test_pruned_bytes_fail_the_read_unless_fail_on_data_loss_is_false(spark, bro
     with pytest.raises(DataLossError):
         check_data_loss(client, journal, gone // 2 + 1, client.write_head(journal), fail=True)
     assert check_data_loss(client, journal, gone // 2 + 1, client.write_head(journal), fail=False) == first
+
+
+def test_a_starting_offset_inside_a_record_starts_at_the_next_record(spark, broker, client, tmp_path):
+    """No torn record decoded: batch (read-uncommitted, split or not, and
+    read-committed) and stream reads all begin at the record after the offset."""
+    [journal] = make_journals(broker, "offs/torn", labels={"app": "torn"}, length=1024)
+    p = Producer(client)
+    ends = []
+    for i in range(0, 10, 2):  # two messages per append: records inside fragments, not only at their begins
+        p.committed(journal, {"n": i, "pad": "x" * 300}, {"n": i + 1, "pad": "y" * 300})
+        ends.append(client.write_head(journal))
+    inside = ends[1] + 200  # inside the record of n=4, the first of an append
+    start = {journal: inside}
+    for options in ({}, {"minPartitions": "3"}, {"committed": "true"}):
+        rows = batch(spark, broker.url, f"name={journal}", startingOffsets=start, **options).collect()
+        assert sorted(json.loads(r.value)["n"] for r in rows) == list(range(5, 10)), options
+        assert min(r.begin for r in rows) > inside
+    ck, out = tmp_path / "ck", tmp_path / "out"
+    run_stream(spark, broker, "app=torn", ck, out, startingOffsets=json.dumps(start))
+    assert sorted(json.loads(r.value)["n"] for r in stream_rows(spark, out)) == list(range(5, 10))

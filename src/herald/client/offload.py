@@ -99,12 +99,13 @@ def _store_chunks(store: Any, fragment: Fragment) -> Iterator[bytes]:
 
 def slice_chunks(chunks: Iterator[bytes], begin: int, offset: int, limit: int) -> Iterator[tuple[int, bytes]]:
     """``(offset, bytes)`` of the part of a fragment's content (starting at journal
-    offset ``begin``) that lies in ``[offset, limit)``."""
+    offset ``begin``) that lies in ``[offset, limit)``. A chunk wholly inside is
+    passed on as it is: slicing a decoder's bytearray copies it, every byte."""
     pos = begin
     for chunk in chunks:
         lo, hi = max(offset - pos, 0), min(limit - pos, len(chunk))
         if hi > lo:
-            yield pos + lo, chunk[lo:hi]
+            yield pos + lo, chunk if lo == 0 and hi == len(chunk) else chunk[lo:hi]
         pos += len(chunk)
         if pos >= limit:
             return

@@ -49,10 +49,14 @@ def register(spark: Any, ship: bool | None = None) -> None:
     Herald importable by its Python workers (`herald.spark.workers`: checked in
     local mode, shipped as a zip when missing or on a cluster; ``ship`` forces
     either way). Raises at once, naming the fix, if the workers cannot import a
-    dependency — not later, deep in a task, as ``No module named …``."""
+    dependency — not later, deep in a task, as ``No module named …``. Writes
+    Herald's bytecode where it is missing (`herald.spark.bytecode`): each query's
+    fresh Python processes then load it instead of compiling it."""
+    from herald.spark.bytecode import precompile
     from herald.spark.datasource import HeraldDataSource
     from herald.spark.workers import ensure_importable
 
+    precompile()
     ensure_importable(spark, ship)  # before registering: Spark captures includes then
     spark.dataSource.register(HeraldDataSource)
 

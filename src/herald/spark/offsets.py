@@ -1,8 +1,12 @@
 """Where a read of format ``herald`` starts and ends, and what counts as data loss
 (Kafka's ``startingOffsets``, ``endingOffsets`` and ``failOnDataLoss``).
 
-Offsets are journal byte offsets and must be message boundaries: a row's ``end``,
-a stream checkpoint's offset, or 0. ``earliest`` is the first byte a journal still
+Offsets are journal byte offsets, normally message boundaries: a row's ``end``, a
+stream checkpoint's offset, or 0. A ``startingOffsets`` offset inside a record is
+moved to the next record boundary (`record_start`), as Gazette's readers
+resynchronise: a line framing's next record begins after a newline, a fixed
+frame at its magic word. Without it a read would decode the torn rest of a
+record as a message. ``earliest`` is the first byte a journal still
 holds (after retention pruned older fragments), ``latest`` its write head when the
 read is planned. A journal absent from a JSON object starts at ``earliest`` and ends
 at ``latest``; ``-2`` and ``-1`` name them explicitly.
@@ -22,18 +26,20 @@ through, not a failed query.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from herald.client import BrokerClient
+from herald.client import BrokerClient, RetryReader
 from herald.client.transient import retry_transient
-from herald.message.framing import content_type_of
+from herald.message.framing import FIXED_MAGIC, FixedFraming, content_type_of
 from herald.protocol.errors import HeraldError, Status
 from herald.spark.reading import Piece
 
 if TYPE_CHECKING:
     from herald.spark.options import HeraldOptions
 
-__all__ = ["DataLossError", "check_data_loss", "clip_pieces", "held_range", "journal_range", "selected_heads"]
+__all__ = ["DataLossError", "check_data_loss", "clip_pieces", "held_range", "journal_range", "record_boundary",
+           "record_start", "selected_heads"]
 
 log = logging.getLogger(__name__)
 EARLIEST, LATEST = -2, -1
@@ -115,3 +121,40 @@ def check_data_loss(client: BrokerClient, journal: str, begin: int, end: int, fa
     log.warning("journal=%s bytes [%d, %d) no longer exist; reading on from %d (failOnDataLoss=false)",
                 journal, begin, start, start)
     return min(start, end)
+
+
+def record_boundary(chunks: Iterable[tuple[int, bytes]], offset: int, content_type: str) -> int | None:
+    """The first record boundary at or after ``offset`` in ``chunks``: contiguous
+    ``(offset, bytes)`` of the journal from ``offset - 1``. A line framing's record
+    begins after a newline (so ``offset`` itself when byte ``offset - 1`` is one),
+    a fixed frame at its magic word. Chunks that begin past ``offset - 1`` jumped
+    over pruned bytes to a fragment's first byte: ``offset`` is returned as it is
+    (the data-loss checks judge the gap). None: no boundary in ``chunks``. Pure."""
+    fixed = content_type.split(";", 1)[0].strip().lower() == FixedFraming.content_type
+    mark, past, lo = (FIXED_MAGIC, 0, offset) if fixed else (b"\n", 1, offset - 1)
+    carry, carry_at = b"", -1
+    for at, chunk in chunks:
+        if carry_at < 0:  # the first chunk
+            if at > offset - 1:
+                return offset
+            carry_at = at
+        buf, buf_at = carry + chunk, carry_at
+        pos = buf.find(mark, max(0, lo - buf_at))
+        if pos >= 0:
+            return buf_at + pos + past
+        keep = min(len(buf), len(mark) - 1)
+        carry, carry_at = buf[len(buf) - keep:], buf_at + len(buf) - keep
+    return None
+
+
+def record_start(client: BrokerClient, journal: str, offset: int, content_type: str) -> int:
+    """``offset`` moved to the first record boundary at or after it (`record_boundary`),
+    reading from ``offset - 1`` (persisted bytes from their stores) only as far as
+    that boundary; the write head if no record begins after ``offset``. Runs on the
+    driver, for offsets a user gave (a stream's own offsets are boundaries)."""
+    if offset <= 0:
+        return offset
+    with RetryReader(client, journal, offset - 1, block=False, offload=True) as reader:
+        found = record_boundary(reader, offset, content_type)
+        reached = reader.offset
+    return found if found is not None else max(offset, reached)

@@ -40,7 +40,14 @@ from herald.message.framing import NDJSONFraming, content_type_of
 from herald.spark.budget import row_budget_ends, sampler_of, share_bytes
 from herald.spark.cuts import OPEN_COST_BYTES, even_parts, part_chunks, split_bytes
 from herald.spark.datasource import HeraldDataSource
-from herald.spark.offsets import check_data_loss, clip_pieces, held_range, journal_range, selected_heads
+from herald.spark.offsets import (
+    check_data_loss,
+    clip_pieces,
+    held_range,
+    journal_range,
+    record_start,
+    selected_heads,
+)
 from herald.spark.options import HeraldOptions
 from herald.spark.reading import (
     BlockScanner,
@@ -105,7 +112,8 @@ class BatchReader(DataSourceReader):
         """Driver: list journals and their fragments once; keep what
         ``startingOffsets`` / ``endingOffsets`` select (`herald.spark.offsets`)."""
         with self.opts.client() as client:
-            planned = [(journal, content_type, self._in_range(journal, plan_pieces(client, journal)))
+            planned = [(journal, content_type, self._in_range(client, journal, content_type,
+                                                              plan_pieces(client, journal)))
                        for journal, content_type in sorted(_content_types(client, self.opts.selector).items())]
             total = sum(p.end - p.begin for _, _, pieces in planned for p in pieces)
             if not self.opts.min_partitions:  # Spark's openCostInBytes, a journal for a file
@@ -120,12 +128,18 @@ class BatchReader(DataSourceReader):
                     parts += _uncommitted_parts(opts, content_type, pieces, total)
         return parts or [InputPartition(BatchPart(self.opts, DEFAULT_CONTENT_TYPE, ()))]
 
-    def _in_range(self, journal: str, pieces: list[Piece]) -> tuple[Piece, ...]:
+    def _in_range(self, client: BrokerClient, journal: str, content_type: str,
+                  pieces: list[Piece]) -> tuple[Piece, ...]:
+        """The pieces ``startingOffsets`` / ``endingOffsets`` select, starting at a
+        record boundary (pieces begin on one; an offset inside a piece is moved on
+        to the next: `record_start`)."""
         if not pieces:
             return ()
         first, head = pieces[0].begin, pieces[-1].end
         begin, end = journal_range(self.opts.starting, self.opts.ending, journal, first, head)
         begin, end = held_range(journal, begin, end, first, self.opts.fail_on_data_loss)
+        if begin < end and all(p.begin != begin for p in pieces):
+            begin = min(end, record_start(client, journal, begin, content_type))
         return tuple(clip_pieces(pieces, begin, end))
 
     def _sized(self, total_bytes: int) -> HeraldOptions:
@@ -251,7 +265,20 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if start == "latest":
             return dict(heads)
         assert isinstance(start, dict)
-        return {j: (heads[j] if start.get(j, -2) == -1 else max(0, start.get(j, 0))) for j in heads}
+        offsets = {j: (heads[j] if start.get(j, -2) == -1 else max(0, start.get(j, 0))) for j in heads}
+        return self._at_records(offsets, heads)
+
+    def _at_records(self, offsets: dict[str, int], heads: dict[str, int]) -> dict[str, int]:
+        """Offsets a user gave inside a record moved on to the next record boundary
+        (`record_start`): the stream's first batch must not decode a torn record."""
+        inside = [j for j, off in offsets.items() if 0 < off < heads[j]]
+        if not inside:
+            return offsets
+        with self.opts.client() as client:
+            for j in inside:
+                offsets[j] = min(heads[j], record_start(client, j, offsets[j], self._content_types.get(
+                    j, DEFAULT_CONTENT_TYPE)))
+        return offsets
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_rows_per_trigger:  # maxBytesPerTrigger, if set too, applies in latestOffset
