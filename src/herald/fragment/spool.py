@@ -115,10 +115,25 @@ class Spool(SpoolPrecommits):
         """Keep both files open for the block: a write and the fdatasync that makes it
         durable must use one descriptor, never one closed and reopened in between.
         Creates the files on first use. Blocking; raises DescriptorsExhaustedError."""
+        self.pin()
+        try:
+            yield
+        finally:
+            self.unpin()
+
+    def pin(self) -> None:
+        """`holding_descriptors` across calls (a group's round); `unpin` releases."""
         if not self._created:
             self._create_files()
-        with self._pool.pinned(self):
-            yield
+        self._pool.pin(self)
+
+    def pin_if_open(self) -> bool:
+        """Pin the descriptors only if the files exist and are open now, so never
+        blocking on open(2) (a caller on the event loop); `unpin` releases."""
+        return self._created and self._pool.pin_if_open(self)
+
+    def unpin(self) -> None:
+        self._pool.unpin(self)
 
     def _create_files(self) -> None:
         def create() -> None:
