@@ -34,6 +34,7 @@ from herald.fragment.commits import encode_record
 from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_descriptors
 from herald.fragment.rounds import GroupWrite, pwrite_all
 from herald.fragment.spool_precommits import SpoolPrecommits
+from herald.fragment.spool_recycling import take
 from herald.fragment.spool_sums import GroupSums, hash_inline
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
@@ -136,14 +137,16 @@ class Spool(SpoolPrecommits):
         self._pool.unpin(self)
 
     def _create_files(self) -> None:
-        def create() -> None:
+        def create() -> int:
             make_durable_dirs(self.directory)
+            reused = take(self.directory, self.path)  # appends then overwrite written blocks
             for path in (self.path, self.commits_path):
                 os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
             # Both names must survive a power cut before any append to them is acknowledged.
             fsync_directory(self.directory)
+            return reused
 
-        retry_out_of_descriptors("creating a spool", create, self._pool)
+        self._data_allocated = retry_out_of_descriptors("creating a spool", create, self._pool)
         self._created = True
 
     def open_descriptors(self) -> int:

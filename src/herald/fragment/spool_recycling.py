@@ -1,0 +1,90 @@
+"""Spool files reused: a persisted spool's file becomes its journal's next spool's.
+
+A large append grows its spool file, so the fdatasync that makes it durable also
+commits a block allocation and a size change to the file system's journal.
+Overwriting blocks that are already allocated and written needs neither. Measured
+here (ext4, 2 cores, busy neighbours; a Python loop writing 1 MiB and a commit line
+and fdatasyncing both, six paired runs): overwriting an old file 1,035 MB/s median
+and p50 0.51 ms against 421 MB/s and 1.10 ms growing a new one; reserving the
+blocks with ``fallocate`` instead was slower than growing (689 against 877 MB/s),
+since unwritten extents still turn written at each fdatasync. So a persisted
+spool's file is kept (`retire`) and renamed to the journal's next spool (`take`).
+
+Safety:
+
+- A reader may still hold the old spool open: `herald.broker.read` streams from a
+  descriptor it opened by path before the index dropped the spool. Reusing that
+  inode would show it another fragment's bytes. So `retire` first renames the file
+  to a private name (no later open by its old name succeeds; a reader that had only
+  located it reads the store instead), then keeps it only if the kernel grants a
+  write lease (``F_SETLEASE``), which it does only while no other descriptor has the
+  file open. Otherwise the file is unlinked, as before.
+- The old bytes past a reused spool's committed end are never read, as with the
+  zero padding: readers stop at the committed end, recovery truncates to the last
+  verified commit [I-FRAG-2], and `Spool.close` cuts the file to the fragment
+  before it is persisted. A spool with no commit yet recovers as empty (deleted).
+- At most `KEEP` files wait per journal directory, each at least `MIN_BYTES`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+
+__all__ = ["FREE_SUFFIX", "KEEP", "MIN_BYTES", "retire", "take"]
+
+FREE_SUFFIX = ".free"
+_RETIRING_SUFFIX = ".retiring"
+KEEP = 2
+MIN_BYTES = 1 << 20
+
+
+def retire(path: Path) -> None:
+    """A persisted spool's data file: keep it for the journal's next spool if it is
+    large, few are kept already and nobody has it open; else delete it. Blocking."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    if size < MIN_BYTES or len(list(path.parent.glob(f"*{FREE_SUFFIX}"))) >= KEEP:
+        path.unlink(missing_ok=True)
+        return
+    private = path.with_suffix(_RETIRING_SUFFIX)
+    try:
+        os.rename(path, private)
+    except FileNotFoundError:
+        return
+    if _unshared(private):
+        os.rename(private, path.with_suffix(FREE_SUFFIX))
+    else:
+        private.unlink(missing_ok=True)
+
+
+def take(directory: Path, path: Path) -> int:
+    """Rename one of ``directory``'s kept files to ``path`` (a new spool's data file);
+    its size, or 0 if none was kept. The caller fsyncs the directory. Blocking."""
+    for free in sorted(directory.glob(f"*{FREE_SUFFIX}")):
+        with contextlib.suppress(FileNotFoundError):  # another spool took it first
+            os.rename(free, path)
+            return path.stat().st_size
+    return 0
+
+
+def _unshared(path: Path) -> bool:
+    """Whether no descriptor but ours has ``path`` open: a write lease is granted
+    only then (fcntl(2)). Taken and dropped at once."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+    except OSError:  # EAGAIN: open elsewhere; EINVAL etc.: leases unavailable here
+        return False
+    else:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+        return True
+    finally:
+        os.close(fd)
