@@ -14,11 +14,10 @@ from __future__ import annotations
 import hashlib
 import re
 import socket
-from urllib.parse import quote
 
 import httpx
 
-from herald.fragment.spool_recycling import FREE_SUFFIX
+from herald.fragment.spool_recycling import FREE_SUFFIX, KEPT_DIR
 from herald.testing import apply_specs, journal_spec, wait_until
 from tests.broker.raw_http import connect, dribble_until_closed, parse, read_response
 
@@ -201,7 +200,7 @@ def persisted(proc, journal: str) -> int:
 
 def test_persisted_spool_files_are_reused_and_their_old_bytes_never_read(broker):
     """Each append fills a fragment, so the next rolls; a persisted spool's file is
-    kept and becomes a later spool's (herald.fragment.spool_recycling). Reads, and a
+    kept and becomes the next spool's (herald.fragment.spool_recycling). Reads, and a
     recovery after kill -9, see exactly the acknowledged bytes, none of the old ones."""
     journal = "stream/reuse"
     acked = seeded(broker, journal)  # 1 MiB fragments
@@ -210,7 +209,7 @@ def test_persisted_spool_files_are_reused_and_their_old_bytes_never_read(broker)
         append(broker, journal, data)
         acked += data
         wait_until(lambda n=i: persisted(broker, journal) >= n, f"fragment {i} persisted")
-    kept = list((broker.data_dir / "spools" / quote(journal, safe="")).glob(f"*{FREE_SUFFIX}"))
+    kept = list((broker.data_dir / "spools" / KEPT_DIR).glob(f"*{FREE_SUFFIX}"))
     assert len(kept) == 1  # the last persisted spool's, the others reused
     assert content(broker, journal) == acked
     broker.kill()

@@ -1,4 +1,4 @@
-"""Spool files reused: a persisted spool's file serves the journal's next spool, its
+"""Spool files reused: a persisted spool's file serves a later spool, its
 old bytes never reaching a reader, a recovery or a store, and never reused while a
 reader still holds it open."""
 
@@ -9,7 +9,7 @@ import os
 from herald.fragment.fdpool import DescriptorPool
 from herald.fragment.spool import Spool
 from herald.fragment.spool_recovery import recover_spools
-from herald.fragment.spool_recycling import FREE_SUFFIX, KEEP, MIN_BYTES, retire
+from herald.fragment.spool_recycling import FREE_SUFFIX, KEEP, MIN_BYTES, kept_dir, retire, take
 from herald.protocol.fragment import CompressionCodec
 from herald.protocol.labels import LabelSet
 
@@ -25,7 +25,8 @@ def _persisted_spool(directory, begin: int) -> Spool:
 
 
 def _free_files(directory) -> list[str]:
-    return sorted(p.name for p in directory.glob(f"*{FREE_SUFFIX}"))
+    """The files kept for ``directory``'s spools, and its neighbours'."""
+    return sorted(p.name for p in kept_dir(directory).glob(f"*{FREE_SUFFIX}"))
 
 
 def test_a_retired_file_becomes_the_next_spool_and_its_old_bytes_never_show(tmp_path):
@@ -76,3 +77,23 @@ def test_small_files_and_files_beyond_keep_are_deleted(tmp_path):
         retire(spool.path)
     assert len(_free_files(directory)) == KEEP
     assert not list(directory.glob("*.spool"))
+
+
+def test_a_file_kept_from_one_journal_serves_another(tmp_path):
+    old = _persisted_spool(tmp_path / "a", 0)
+    retire(old.path)
+    spool = Spool(tmp_path / "b", "b", 0, CompressionCodec.NONE, LabelSet(), pool=DescriptorPool(16))
+    spool.append_group([b"b\n"], LabelSet(), 1.0)
+    assert _free_files(spool.directory) == [] and spool.path.stat().st_size == len(OLD)
+    (found,), _ = recover_spools(spool.directory, "b", CompressionCodec.NONE)
+    assert found.path.read_bytes() == b"b\n"
+
+
+def test_an_existing_spool_file_is_never_replaced(tmp_path):
+    old = _persisted_spool(tmp_path / "a", 0)
+    retire(old.path)
+    existing = tmp_path / "b" / "0000000000000000.spool"
+    existing.parent.mkdir()
+    existing.write_bytes(b"kept\n")
+    assert take(existing.parent, existing) == 0
+    assert existing.read_bytes() == b"kept\n" and len(_free_files(existing.parent)) == 1

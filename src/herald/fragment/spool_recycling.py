@@ -1,4 +1,4 @@
-"""Spool files reused: a persisted spool's file becomes its journal's next spool's.
+"""Spool files reused: a persisted spool's file becomes a later spool's, of any journal.
 
 A large append grows its spool file, so the fdatasync that makes it durable also
 commits a block allocation and a size change to the file system's journal.
@@ -8,7 +8,11 @@ and fdatasyncing both, six paired runs): overwriting an old file 1,035 MB/s medi
 and p50 0.51 ms against 421 MB/s and 1.10 ms growing a new one; reserving the
 blocks with ``fallocate`` instead was slower than growing (689 against 877 MB/s),
 since unwritten extents still turn written at each fdatasync. So a persisted
-spool's file is kept (`retire`) and renamed to the journal's next spool (`take`).
+spool's file is kept (`retire`) and renamed to the next spool created (`take`),
+of whichever journal: a new journal's appends gain at once, and a data dir holds
+at most `KEEP` such files, however many journals it serves. They wait in
+``<data-dir>/spools/+kept`` (a name no journal's directory has: those are
+percent-encoded, and ``+`` is encoded), never listed beside thousands of journals.
 
 Safety:
 
@@ -23,7 +27,8 @@ Safety:
   zero padding: readers stop at the committed end, recovery truncates to the last
   verified commit [I-FRAG-2], and `Spool.close` cuts the file to the fragment
   before it is persisted. A spool with no commit yet recovers as empty (deleted).
-- At most `KEEP` files wait per journal directory, each at least `MIN_BYTES`.
+- At most `KEEP` files wait (a few more while persisters race), each at least
+  `MIN_BYTES`: a bound on the disk they hold.
 """
 
 from __future__ import annotations
@@ -33,22 +38,24 @@ import fcntl
 import os
 from pathlib import Path
 
-__all__ = ["FREE_SUFFIX", "KEEP", "MIN_BYTES", "retire", "take"]
+__all__ = ["FREE_SUFFIX", "KEEP", "KEPT_DIR", "MIN_BYTES", "kept_dir", "retire", "take"]
 
 FREE_SUFFIX = ".free"
+KEPT_DIR = "+kept"
 _RETIRING_SUFFIX = ".retiring"
-KEEP = 2
+KEEP = 4
 MIN_BYTES = 1 << 20
 
 
 def retire(path: Path) -> None:
-    """A persisted spool's data file: keep it for the journal's next spool if it is
-    large, few are kept already and nobody has it open; else delete it. Blocking."""
+    """A persisted spool's data file: keep it for a later spool if it is large,
+    fewer than `KEEP` wait and nobody has it open; else delete it. Blocking."""
+    kept = kept_dir(path.parent)
     try:
         size = path.stat().st_size
     except FileNotFoundError:
         return
-    if size < MIN_BYTES or len(list(path.parent.glob(f"*{FREE_SUFFIX}"))) >= KEEP:
+    if size < MIN_BYTES or len(list(kept.glob(f"*{FREE_SUFFIX}"))) >= KEEP:
         path.unlink(missing_ok=True)
         return
     private = path.with_suffix(_RETIRING_SUFFIX)
@@ -56,20 +63,29 @@ def retire(path: Path) -> None:
         os.rename(path, private)
     except FileNotFoundError:
         return
-    if _unshared(private):
-        os.rename(private, path.with_suffix(FREE_SUFFIX))
+    if _unshared(private):  # named by its inode: unique among the kept files
+        kept.mkdir(exist_ok=True)
+        os.rename(private, kept / f"{private.stat().st_ino}{FREE_SUFFIX}")
     else:
         private.unlink(missing_ok=True)
 
 
 def take(directory: Path, path: Path) -> int:
-    """Rename one of ``directory``'s kept files to ``path`` (a new spool's data file);
-    its size, or 0 if none was kept. The caller fsyncs the directory. Blocking."""
-    for free in sorted(directory.glob(f"*{FREE_SUFFIX}")):
+    """Rename a kept file to ``path``, a new spool's data file in ``directory``;
+    its size, or 0 if none was kept (or ``path`` exists: never replaced). The
+    caller fsyncs ``directory``. Blocking."""
+    if path.exists():
+        return 0
+    for free in sorted(kept_dir(directory).glob(f"*{FREE_SUFFIX}")):
         with contextlib.suppress(FileNotFoundError):  # another spool took it first
             os.rename(free, path)
             return path.stat().st_size
     return 0
+
+
+def kept_dir(spool_directory: Path) -> Path:
+    """Where the files kept for ``spool_directory``'s spools (and its neighbours') wait."""
+    return spool_directory.parent / KEPT_DIR
 
 
 def _unshared(path: Path) -> bool:
