@@ -91,6 +91,8 @@ def kept_dir(spool_directory: Path) -> Path:
 def _unshared(path: Path) -> bool:
     """Whether no descriptor but ours has ``path`` open: a write lease is granted
     only then (fcntl(2)). Taken and dropped at once."""
+    if not hasattr(fcntl, "F_SETLEASE"):  # Linux only: elsewhere nothing is kept
+        return False
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
