@@ -17,7 +17,8 @@ import socket
 
 import httpx
 
-from herald.testing import apply_specs, journal_spec
+from herald.fragment.spool_recycling import FREE_SUFFIX, KEPT_DIR
+from herald.testing import apply_specs, journal_spec, wait_until
 from tests.broker.raw_http import connect, dribble_until_closed, parse, read_response
 
 #: Larger than the streaming threshold (256 KiB) and than a socket read.
@@ -189,3 +190,30 @@ def test_kill_9_mid_stream_loses_no_acknowledged_byte(broker):
     assert content(broker, "stream/crash") == acked
     assert append(broker, "stream/crash", b"after\n").headers["X-Commit-Begin"] == str(len(acked))
     assert content(broker, "stream/crash") == acked + b"after\n"
+
+
+def persisted(proc, journal: str) -> int:
+    text = httpx.get(f"{proc.url}/metrics", timeout=30).text
+    found = re.search(rf'herald_broker_persisted_fragments_total{{journal="{journal}"}} (\S+)', text)
+    return int(float(found[1])) if found else 0
+
+
+def test_persisted_spool_files_are_reused_and_their_old_bytes_never_read(broker):
+    """Each append fills a fragment, so the next rolls; a persisted spool's file is
+    kept and becomes the next spool's (herald.fragment.spool_recycling). Reads, and a
+    recovery after kill -9, see exactly the acknowledged bytes, none of the old ones."""
+    journal = "stream/reuse"
+    acked = seeded(broker, journal)  # 1 MiB fragments
+    for i in range(4):
+        data = body(f"reuse {i}", 1_200_000)
+        append(broker, journal, data)
+        acked += data
+        wait_until(lambda n=i: persisted(broker, journal) >= n, f"fragment {i} persisted")
+    kept = list((broker.data_dir / "spools" / KEPT_DIR).glob(f"*{FREE_SUFFIX}"))
+    assert len(kept) == 1  # the last persisted spool's, the others reused
+    assert content(broker, journal) == acked
+    broker.kill()
+    broker.start()
+    assert content(broker, journal) == acked
+    assert append(broker, journal, b"after\n").headers["X-Commit-Begin"] == str(len(acked))
+    assert content(broker, journal) == acked + b"after\n"

@@ -26,15 +26,12 @@ and leaves the spool's committed end and SHA1 as they were [I-APPEND-2].
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from herald.broker.group import AppendCommit
 from herald.broker.metrics import METRICS
-from herald.broker.preconditions import catch_up_to_index, peerset_is_short
 from herald.fragment.spool_stream import STREAM_MIN_BYTES, SpoolStream
-from herald.protocol.errors import HeraldError
 
 if TYPE_CHECKING:
     from herald.broker.journal import Journal
@@ -60,25 +57,18 @@ class StreamedAppend:
         self._loop = asyncio.get_running_loop()
         self._started = self._loop.time()
         self._yield_timer: asyncio.TimerHandle | None = None
-        journal._streaming = self
+        journal.streaming = self
 
     @classmethod
     def start(cls, journal: Journal, length: int) -> StreamedAppend | None:
         """Take ``journal``'s spool for a body of ``length`` bytes if it is idle, else
         None (the caller buffers the body and queues it, as any append)."""
-        if length < STREAM_MIN_BYTES or not _idle(journal) or not _acquire_now(journal._spool_lock):
+        if length < STREAM_MIN_BYTES or (spool := journal.try_take_spool()) is None:
             return None
-        try:
-            journal._maybe_roll(time.time())
-            catch_up_to_index(journal)
-        except (OSError, HeraldError):  # the queued path meets the same error and answers it
-            journal._spool_lock.release()
-            return None
-        spool = journal._spool
         # Never open files on the loop: a spool not yet created or whose descriptors
         # the pool closed takes the queued path (whose round thread opens them).
-        if spool is None or not spool._created or not spool._pool.pin_if_open(spool):
-            journal._spool_lock.release()
+        if not spool.pin_if_open():
+            journal.release_spool()
             return None
         return cls(journal, SpoolStream(spool, length))
 
@@ -88,7 +78,7 @@ class StreamedAppend:
     async def _commit(self) -> AppendCommit:
         outcome = "failed"
         try:
-            commit = await self.journal._commit_streamed(self.stream)
+            commit = await self.journal.commit_streamed(self.stream)
             outcome = "committed"
             return commit
         finally:
@@ -133,8 +123,8 @@ class StreamedAppend:
         self._release()
 
     def _stop_yielding(self) -> None:
-        if self.journal._streaming is self:
-            self.journal._streaming = None
+        if self.journal.streaming is self:
+            self.journal.streaming = None
         if self._yield_timer is not None:
             self._yield_timer.cancel()
             self._yield_timer = None
@@ -143,32 +133,6 @@ class StreamedAppend:
         self._stop_yielding()
         if self._held:
             self._held = False
-            spool = self.stream.spool
-            spool._pool.unpin(spool)
-            self.journal._spool_lock.release()
+            self.stream.spool.unpin()
+            self.journal.release_spool()
 
-
-def _idle(journal: Journal) -> bool:
-    """Whether nothing else writes ``journal``'s spool now or is waiting to: the
-    queue empty and its task not in a group, no group in flight, an embedded (or
-    single-replica) primary with its lease, its first store healthy."""
-    queue = journal._queue
-    return (not journal._closing and journal.is_primary and journal.pipeline is None
-            and (queue is None or queue.idle) and not journal._holding_spool_lock
-            and not journal._inflight and journal._lease_ok() and not peerset_is_short(journal)
-            and (not journal.stores or journal._first_store_health().is_healthy))
-
-
-def _acquire_now(lock: asyncio.Lock) -> bool:
-    """Take ``lock`` if it is free and nobody waits for it, without awaiting:
-    ``acquire`` returns at its first step then (asyncio's own fast path), so driving
-    that step here takes it synchronously; otherwise nothing is taken."""
-    if lock.locked():
-        return False
-    acquiring = lock.acquire()
-    try:
-        acquiring.send(None)
-    except StopIteration:
-        return True
-    acquiring.close()  # it would have waited (waiters queued): withdraw
-    return False

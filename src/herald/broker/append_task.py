@@ -53,12 +53,12 @@ class AppendTask:
 
     _rounds: SyncRounds  # this loop's sync rounds, set with the queue (see _enqueue)
     #: A body streaming into the spool, holding its lock (`herald.broker.append_stream`).
-    _streaming: StreamedAppend | None = None
+    streaming: StreamedAppend | None = None
 
     def _enqueue(self, item: Pending | None) -> None:
         """Queue an append (None: a poke) for the append task, started on first use."""
-        if self._streaming is not None:  # a slow one gives the spool back (see there)
-            self._streaming.others_waiting()
+        if self.streaming is not None:  # a slow one gives the spool back (see there)
+            self.streaming.others_waiting()
         if self._queue is None:
             self._rounds = rounds_of_running_loop()
             self._queue = AppendQueue(self._rounds.loop)
@@ -154,7 +154,7 @@ class AppendTask:
             return
         self._published(accepted, contents, sums, begin)
 
-    async def _commit_streamed(self, stream: SpoolStream) -> AppendCommit:
+    async def commit_streamed(self, stream: SpoolStream) -> AppendCommit:
         """Commit a body `herald.broker.append_stream` wrote into the spool (the
         caller holds the spool lock), in the next sync round as any group; its
         commit once durable [I-APPEND-3]. A failure rolls the spool back."""

@@ -29,6 +29,7 @@ from herald.broker.tasks import TaskSet
 from herald.fragment.health import health_of
 from herald.fragment.index import Index
 from herald.fragment.persister import lower_thread_priority, persist
+from herald.fragment.spool_recycling import retire
 from herald.fragment.stores import Store, list_fragments
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import JournalSpec
@@ -283,6 +284,7 @@ class FragmentKeeper:
 
 
 def _remove_local_files(done: Completed) -> None:
-    """Delete a persisted spool's two files (blocking)."""
-    for path in (done.path, done.commits_path):
-        path.unlink(missing_ok=True)
+    """Delete a persisted spool's commits file, and its data file unless it is kept
+    for the journal's next spool (`herald.fragment.spool_recycling`). Blocking."""
+    retire(done.path)
+    done.commits_path.unlink(missing_ok=True)

@@ -34,11 +34,12 @@ from herald.broker.group import (
     AppendCommit,
     Pending,
 )
-from herald.broker.preconditions import await_full_peerset, peerset_is_short
+from herald.broker.preconditions import await_full_peerset, catch_up_to_index, peerset_is_short
 from herald.broker.primary_pipeline import PipelinedPrimary
 from herald.broker.replica import ReplicaSide
 from herald.broker.replication import Pipeline
 from herald.broker.tasks import TaskSet
+from herald.broker.try_lock import TryLock
 from herald.fragment.commit_log import CommitLog
 from herald.fragment.fdpool import retry_out_of_descriptors
 from herald.fragment.health import StoreHealth, health_of
@@ -85,7 +86,7 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         self._recovered: list[Completed] = []  # until persist_recovered
         self._closing = False
         self.roll_if_first = False  # set by prune: persist a spool that became the first fragment
-        self._spool_lock = asyncio.Lock()  # one mutator of the spool at a time
+        self._spool_lock = TryLock()  # one mutator of the spool at a time
         # The append task holds the spool lock from a group's start while any group is
         # in flight (herald.broker.primary_pipeline), not just while one runs.
         self._holding_spool_lock = False
@@ -272,6 +273,29 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
             self._health = health_of(store)
         self._health.start()  # idempotent: restarts a checker whose task ended, as health_of does
         return self._health
+
+    def try_take_spool(self) -> Spool | None:
+        """The spool, held for the caller until `release_spool`, if nothing else
+        writes it or waits to: no append queued or in flight, an embedded (or
+        single-replica) primary with its lease, its first store healthy. Rolled
+        first if due. Else None, at once: `herald.broker.append_stream`'s way in."""
+        queue = self._queue
+        if (self._closing or not self.is_primary or self.pipeline is not None
+                or (queue is not None and not queue.idle) or self._inflight or not self._lease_ok()
+                or peerset_is_short(self) or (self.stores and not self._first_store_health().is_healthy)
+                or not self._spool_lock.try_acquire()):
+            return None
+        try:
+            self._maybe_roll(time.time())
+            catch_up_to_index(self)
+        except (OSError, HeraldError):  # the queued path meets the same error and answers it
+            self._spool_lock.release()
+            return None
+        return self._spool
+
+    def release_spool(self) -> None:
+        """Give back the spool `try_take_spool` returned."""
+        self._spool_lock.release()
 
     def wake_readers(self) -> None:
         if self._closing and self._commit_event is not None and self._commit_event.is_set():

@@ -109,11 +109,11 @@ class DescriptorPool:
     def pinned(self, holder: PooledFiles) -> Iterator[None]:
         """Hold ``holder``'s descriptors open for the block, opening them if closed.
         Blocking; raises DescriptorsExhaustedError if they cannot be opened."""
-        self._pin(holder)
+        self.pin(holder)
         try:
             yield
         finally:
-            self._unpin(holder)
+            self.unpin(holder)
 
     def pin_if_open(self, holder: PooledFiles) -> bool:
         """Pin ``holder`` (as `pinned` does) only if its descriptors are open now,
@@ -126,10 +126,6 @@ class DescriptorPool:
             entry[1] += 1
             self._open.move_to_end(holder)
             return True
-
-    def unpin(self, holder: PooledFiles) -> None:
-        """Release a pin taken by `pin_if_open`."""
-        self._unpin(holder)
 
     def forget(self, holder: PooledFiles) -> None:
         """Drop ``holder`` (it closes its own descriptors); idempotent."""
@@ -149,7 +145,9 @@ class DescriptorPool:
             return {"open_fds": self._open_fds, "open_holders": len(self._open), "pinned_holders": pinned,
                     "budget_fds": self.budget_fds, "evictions": self.evictions}
 
-    def _pin(self, holder: PooledFiles) -> None:
+    def pin(self, holder: PooledFiles) -> None:
+        """`pinned` without the context manager, for a holder pinned across calls
+        (a group's round); `unpin` releases it. Blocking, as `pinned`."""
         with self._lock:
             entry = self._open.get(holder)
             if entry is None:
@@ -159,7 +157,8 @@ class DescriptorPool:
             entry[1] += 1
             self._open.move_to_end(holder)
 
-    def _unpin(self, holder: PooledFiles) -> None:
+    def unpin(self, holder: PooledFiles) -> None:
+        """Release a pin taken by `pin` or `pin_if_open`."""
         with self._lock:
             entry = self._open.get(holder)
             if entry is not None:

@@ -207,18 +207,15 @@ class GroupWrite:
         """Hold the spool's descriptors for the round (as ``holding_descriptors``,
         without its generator and an ExitStack: paid per group); False, with the
         error kept for `finish`, if they could not be opened."""
-        spool = self.spool
         try:
-            if not spool._created:
-                spool._create_files()
-            spool._pool._pin(spool)
+            self.spool.pin()
         except (OSError, HeraldError) as err:
             self.error = err
             return False
         return True
 
     def unpin(self) -> None:
-        self.spool._pool._unpin(self.spool)
+        self.spool.unpin()
 
     def write_logged(self, commit_log: CommitLog, defer: bool) -> list[bytes] | None:
         """Steps 1 and 2 for a logged round (no sync but a large group's data sync),

@@ -34,6 +34,7 @@ from herald.fragment.commits import encode_record
 from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_descriptors
 from herald.fragment.rounds import GroupWrite, pwrite_all
 from herald.fragment.spool_precommits import SpoolPrecommits
+from herald.fragment.spool_recycling import take
 from herald.fragment.spool_sums import GroupSums, hash_inline
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
@@ -115,20 +116,37 @@ class Spool(SpoolPrecommits):
         """Keep both files open for the block: a write and the fdatasync that makes it
         durable must use one descriptor, never one closed and reopened in between.
         Creates the files on first use. Blocking; raises DescriptorsExhaustedError."""
+        self.pin()
+        try:
+            yield
+        finally:
+            self.unpin()
+
+    def pin(self) -> None:
+        """`holding_descriptors` across calls (a group's round); `unpin` releases."""
         if not self._created:
             self._create_files()
-        with self._pool.pinned(self):
-            yield
+        self._pool.pin(self)
+
+    def pin_if_open(self) -> bool:
+        """Pin the descriptors only if the files exist and are open now, so never
+        blocking on open(2) (a caller on the event loop); `unpin` releases."""
+        return self._created and self._pool.pin_if_open(self)
+
+    def unpin(self) -> None:
+        self._pool.unpin(self)
 
     def _create_files(self) -> None:
-        def create() -> None:
+        def create() -> int:
             make_durable_dirs(self.directory)
+            reused = take(self.directory, self.path)  # appends then overwrite written blocks
             for path in (self.path, self.commits_path):
                 os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
             # Both names must survive a power cut before any append to them is acknowledged.
             fsync_directory(self.directory)
+            return reused
 
-        retry_out_of_descriptors("creating a spool", create, self._pool)
+        self._data_allocated = retry_out_of_descriptors("creating a spool", create, self._pool)
         self._created = True
 
     def open_descriptors(self) -> int:

@@ -1,0 +1,108 @@
+"""Spool files reused: a persisted spool's file becomes a later spool's, of any journal.
+
+A large append grows its spool file, so the fdatasync that makes it durable also
+commits a block allocation and a size change to the file system's journal.
+Overwriting blocks that are already allocated and written needs neither. Measured
+here (ext4, 2 cores, busy neighbours; a Python loop writing 1 MiB and a commit line
+and fdatasyncing both, six paired runs): overwriting an old file 1,035 MB/s median
+and p50 0.51 ms against 421 MB/s and 1.10 ms growing a new one; reserving the
+blocks with ``fallocate`` instead was slower than growing (689 against 877 MB/s),
+since unwritten extents still turn written at each fdatasync. So a persisted
+spool's file is kept (`retire`) and renamed to the next spool created (`take`),
+of whichever journal: a new journal's appends gain at once, and a data dir holds
+at most `KEEP` such files, however many journals it serves. They wait in
+``<data-dir>/spools/+kept`` (a name no journal's directory has: those are
+percent-encoded, and ``+`` is encoded), never listed beside thousands of journals.
+
+Safety:
+
+- A reader may still hold the old spool open: `herald.broker.read` streams from a
+  descriptor it opened by path before the index dropped the spool. Reusing that
+  inode would show it another fragment's bytes. So `retire` first renames the file
+  to a private name (no later open by its old name succeeds; a reader that had only
+  located it reads the store instead), then keeps it only if the kernel grants a
+  write lease (``F_SETLEASE``), which it does only while no other descriptor has the
+  file open. Otherwise the file is unlinked, as before.
+- The old bytes past a reused spool's committed end are never read, as with the
+  zero padding: readers stop at the committed end, recovery truncates to the last
+  verified commit [I-FRAG-2], and `Spool.close` cuts the file to the fragment
+  before it is persisted. A spool with no commit yet recovers as empty (deleted).
+- At most `KEEP` files wait (a few more while persisters race), each at least
+  `MIN_BYTES`: a bound on the disk they hold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+
+__all__ = ["FREE_SUFFIX", "KEEP", "KEPT_DIR", "MIN_BYTES", "kept_dir", "retire", "take"]
+
+FREE_SUFFIX = ".free"
+KEPT_DIR = "+kept"
+_RETIRING_SUFFIX = ".retiring"
+KEEP = 4
+MIN_BYTES = 1 << 20
+
+
+def retire(path: Path) -> None:
+    """A persisted spool's data file: keep it for a later spool if it is large,
+    fewer than `KEEP` wait and nobody has it open; else delete it. Blocking."""
+    kept = kept_dir(path.parent)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    if size < MIN_BYTES or len(list(kept.glob(f"*{FREE_SUFFIX}"))) >= KEEP:
+        path.unlink(missing_ok=True)
+        return
+    private = path.with_suffix(_RETIRING_SUFFIX)
+    try:
+        os.rename(path, private)
+    except FileNotFoundError:
+        return
+    if _unshared(private):  # named by its inode: unique among the kept files
+        kept.mkdir(exist_ok=True)
+        os.rename(private, kept / f"{private.stat().st_ino}{FREE_SUFFIX}")
+    else:
+        private.unlink(missing_ok=True)
+
+
+def take(directory: Path, path: Path) -> int:
+    """Rename a kept file to ``path``, a new spool's data file in ``directory``;
+    its size, or 0 if none was kept (or ``path`` exists: never replaced). The
+    caller fsyncs ``directory``. Blocking."""
+    if path.exists():
+        return 0
+    for free in sorted(kept_dir(directory).glob(f"*{FREE_SUFFIX}")):
+        with contextlib.suppress(FileNotFoundError):  # another spool took it first
+            os.rename(free, path)
+            return path.stat().st_size
+    return 0
+
+
+def kept_dir(spool_directory: Path) -> Path:
+    """Where the files kept for ``spool_directory``'s spools (and its neighbours') wait."""
+    return spool_directory.parent / KEPT_DIR
+
+
+def _unshared(path: Path) -> bool:
+    """Whether no descriptor but ours has ``path`` open: a write lease is granted
+    only then (fcntl(2)). Taken and dropped at once."""
+    if not hasattr(fcntl, "F_SETLEASE"):  # Linux only: elsewhere nothing is kept
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+    except OSError:  # EAGAIN: open elsewhere; EINVAL etc.: leases unavailable here
+        return False
+    else:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+        return True
+    finally:
+        os.close(fd)
