@@ -31,20 +31,12 @@ class ReplicaWrite(GroupWrite):
 
     A primary's group needs each body's SHA1 (every append's answer carries its
     own); a replica answers with the fragment's SHA1 alone, and its one "body" is
-    the primary's whole group, so the body SHA1 a plain `GroupWrite` computes was
-    a second pass over every replicated byte, thrown away (~14 us per 16 KiB group).
-    A group large enough to be hashed beside its write (`herald.fragment.spool_sums`)
-    is sealed as usual: that pass is already under way.
+    the primary's whole group, so a body SHA1 would be a second pass over every
+    replicated byte, thrown away (~14 us per 16 KiB group). A group large enough to
+    be hashed beside its write (`herald.fragment.spool_sums`) is sealed as usual.
     """
 
-    def seal(self) -> None:
-        spool = self.spool
-        if spool._hashing is not None:
-            super().seal()
-            return
-        for content in self.contents:
-            spool._sha1.update(content)
-        self._line, self._first, self._fragment_sum = spool._record_line(self.registers, self.now_unix)
+    BODY_SUMS = False
 
 
 class ReplicaSide:

@@ -183,6 +183,8 @@ class GroupWrite:
     fails its SHA1 at recovery and is ignored (`herald.fragment.commits`).
     """
 
+    BODY_SUMS = True  # each body's SHA1 for its answer; a replica's write needs none
+
     def __init__(self, spool: Spool, contents: Sequence[bytes], registers: LabelSet, now_unix: float):
         self.spool, self.contents, self.registers, self.now_unix = spool, contents, registers, now_unix
         self.error: OSError | HeraldError | None = None
@@ -269,7 +271,7 @@ class GroupWrite:
         """Hash the group's bodies and build its commit line (carrying the fragment's
         SHA1 after them): the one step every kind of round shares, so a group whose
         bytes were hashed elsewhere (`herald.fragment.spool_stream`) overrides it once."""
-        self._sums = self.spool._hash(self.contents)
+        self._sums = self.spool._hash(self.contents, self.BODY_SUMS)
         self._line, self._first, self._fragment_sum = self.spool._record_line(self.registers, self.now_unix)
 
     def log_frame(self, commit_log: CommitLog) -> list[bytes]:

@@ -279,11 +279,19 @@ class Spool(SpoolPrecommits):
             write.step(write.write_record)
             return write.finish()
 
-    def _hash(self, contents: Sequence[bytes]) -> list[str]:
+    def _hash(self, contents: Sequence[bytes], bodies: bool = True) -> list[str]:
         """Each body's SHA1 and the fragment's running SHA1, for the group just
-        written by `write_group` (`herald.fragment.spool_sums`)."""
+        written by `write_group` (`herald.fragment.spool_sums`). ``bodies=False``: the
+        running SHA1 alone (no body sums) unless the sums are already being computed
+        beside the write."""
         hashing, self._hashing = self._hashing, None
-        return hashing.result() if hashing is not None else hash_inline(self._sha1, contents)
+        if hashing is not None:
+            return hashing.result()
+        if bodies:
+            return hash_inline(self._sha1, contents)
+        for content in contents:
+            self._sha1.update(content)
+        return []
 
     def _record_line(self, registers: LabelSet, now_unix: float) -> tuple[bytes, float | None, str]:
         """The commit line of the pending bytes, the first-append time it sets, and
