@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -49,10 +50,10 @@ lines = st.one_of(
 )
 
 
-def exact(buf: bytes, base: int):
+def exact(buf: bytes, base: int, framing: NDJSONFraming = FRAMING):
     """The batch the per-message path builds, and its decode error count."""
     rows, frames, errors = RowBuffer(JOURNAL, batch_rows=1 << 30), [], 0
-    for event in FRAMING.decoder().feed(buf, base):
+    for event in framing.decoder().feed(buf, base):
         if isinstance(event, Frame):
             frames.append(event)
             rows.add(event.begin, event.end, event.uuid, event.value)
@@ -61,9 +62,9 @@ def exact(buf: bytes, base: int):
     return rows.flush(), errors
 
 
-def check(buf: bytes, base: int) -> None:
-    cols, _ = scan_ndjson(buf, base, FRAMING)
-    want, errors = exact(buf, base)
+def check(buf: bytes, base: int, framing: NDJSONFraming = FRAMING) -> None:
+    cols, _ = scan_ndjson(buf, base, framing)
+    want, errors = exact(buf, base, framing)
     assert len(cols.errors) == errors
     if want is None:
         assert len(cols) == 0
@@ -90,8 +91,10 @@ def test_bulk_batch_equals_the_exact_path_when_every_line_is_fast(body, base):
 
 
 def test_a_short_last_line_near_the_end_of_the_block():
+    """A UUID-only line is 47 bytes: its head's last word runs past the block's end."""
+    bare = b'{"UUID":"%s"}\n' % str(__import__("uuid").UUID(bytes=build_uuid(b"\x01" * 6, 7, 0))).encode()
     line = _encoded(b"\x01" * 6, 7, 0, 1)
-    for body in (line, line * 3, b"\n" * 5 + line, line + b"x\n"):
+    for body in (bare, line + bare, bare.upper() + bare, line, line * 3, b"\n" * 5 + line, line + b"x\n"):
         check(body, 0)
 
 
@@ -107,3 +110,15 @@ def test_newline_positions_on_lines_of_any_length(lengths):
     data = b"".join(b"a" * (n - 1) + b"\n" for n in lengths)
     arr = np.frombuffer(data, np.uint8)
     assert newline_positions(arr).tolist() == np.flatnonzero(arr == 0x0A).tolist()
+
+
+@pytest.mark.parametrize("field", ["id", "UUID", "uuid_v1", "a_longer_uuid_field"])
+def test_uuid_fields_whose_head_is_not_whole_words(field):
+    """Heads are checked in 8-byte words: a short last line is read past the block's
+    end (as zeros) for prefixes whose head does not fill its last word."""
+    framing = NDJSONFraming(uuid_field=field)
+    text = str(__import__("uuid").UUID(bytes=build_uuid(b"\x05" * 6, 9, 1))).encode()
+    bare = framing._prefix + text + b'"}\n'
+    line = framing.encode({"v": "é"}, build_uuid(b"\x05" * 6, 10, 0))
+    for body in (bare, line + bare, bare * 3, line, bare + b"{}\n", bare[:-2] + b"\n"):
+        check(body, 7, framing)
