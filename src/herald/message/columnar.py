@@ -29,6 +29,8 @@ for _i, _c in enumerate(b"ABCDEF"):
 # Positions of the 32 hex digits within the 36-character UUID text.
 _HEX_RUNS = ((0, 8), (9, 13), (14, 18), (19, 23), (24, 36))
 _DASH_AT = np.array([8, 13, 18, 23], dtype=np.int64)
+_LOWER = np.uint64(0x2020202020202020)
+_HEX_COLS = np.concatenate([np.arange(a, b) for a, b in _HEX_RUNS])
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +46,9 @@ class Columns:
     values: np.ndarray  # uint8, newlines removed
     offsets: np.ndarray  # (n + 1,) int32
     errors: tuple[FramingError, ...] = ()
+    #: The UUIDs' text as ``uuid_text`` would give it (n × 36 uint8), when the lines
+    #: held exactly that (every line on the fast path, lowercase): no re-encoding.
+    text: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.begins)
@@ -91,13 +96,13 @@ def scan_ndjson(buf: bytes, base: int, framing: NDJSONFraming, values: bool = Tr
     sequences needs positions and UUIDs, and copying the values is ≈ 1/4 of a scan.
     """
     data = np.frombuffer(buf, dtype=np.uint8)
-    newlines = np.flatnonzero(data == 0x0A)
+    newlines = newline_positions(data)
     n = len(newlines)
     consumed = int(newlines[-1]) + 1 if n else 0
     starts = np.empty(n, dtype=np.int64)
     starts[:1] = 0
     starts[1:] = newlines[:-1] + 1
-    uuids, has_uuid = _fast_uuids(data, starts, newlines, framing._prefix)
+    uuids, has_uuid, text = _fast_uuids(data, starts, newlines, framing._prefix)
     keep, errors = _slow_uuids(buf, base, starts, newlines, uuids, has_uuid, framing)
     lengths = newlines - starts
     if not values:
@@ -114,41 +119,89 @@ def scan_ndjson(buf: bytes, base: int, framing: NDJSONFraming, values: bool = Tr
     offsets = np.zeros(len(starts) + 1, dtype=np.int32)
     if values:
         np.cumsum(lengths, out=offsets[1:])
-    return Columns(starts + base, newlines + 1 + base, uuids, has_uuid, kept, offsets, errors), consumed
+    return Columns(starts + base, newlines + 1 + base, uuids, has_uuid, kept, offsets, errors,
+                   text if keep is None else None), consumed
+
+
+def newline_positions(data: np.ndarray) -> np.ndarray:
+    """Indices of every ``\\n`` in ``data`` (int64, ascending). Lines are long, so
+    few 8-byte words hold a newline: ``flatnonzero`` runs over the words (8× fewer
+    than the bytes) and a word's newline is its lowest set byte. A block with a
+    word holding two (lines under 8 bytes) takes the per-byte ``flatnonzero``."""
+    eq = data == 0x0A
+    whole = len(eq) & ~7
+    words = eq[:whole].view(np.uint64)
+    at = np.flatnonzero(words != 0)
+    held = words[at]
+    low = held & (~held + np.uint64(1))
+    if (held != low).any():
+        return np.flatnonzero(eq)
+    # ``low`` is 2**(8·byte): its float exponent names the byte.
+    head = at * 8 + (np.frexp(low.astype(np.float64))[1] - 1) // 8
+    tail = np.flatnonzero(eq[whole:])
+    return np.concatenate([head, tail + whole]) if len(tail) else head
+
+
+def _template(prefix: bytes, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed bytes of a fast-path line head (prefix, four dashes, closing quote)
+    as ``(mask, want)`` uint64 words: a head fits where ``words & mask == want``."""
+    plen = len(prefix)
+    want, mask = np.zeros(width, np.uint8), np.zeros(width, np.uint8)
+    want[:plen], mask[:plen] = np.frombuffer(prefix, np.uint8), 0xFF
+    want[plen + _DASH_AT], mask[plen + _DASH_AT] = 0x2D, 0xFF
+    want[plen + 36], mask[plen + 36] = 0x22, 0xFF
+    return mask.view(np.uint64), want.view(np.uint64)
 
 
 def _fast_uuids(data: np.ndarray, starts: np.ndarray, newlines: np.ndarray,
-                prefix: bytes) -> tuple[np.ndarray, np.ndarray]:
+                prefix: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """UUIDs of lines that begin ``{"UUID":"<36 chars>"`` followed by ``,`` or ``}``
-    and end with ``}`` (all lines at once): the per-line decoder's fast path."""
+    and end with ``}`` (all lines at once): the per-line decoder's fast path.
+    Lines off it are left to the per-line rules (`_slow_uuids`). The third result is
+    the UUIDs' text, taken from the lines when all are on the path and lowercase."""
     n, plen = len(starts), len(prefix)
-    uuids = np.zeros((n, 16), dtype=np.uint8)
-    fits = (newlines - starts) > plen + 37
-    rows = np.flatnonzero(fits)
+    width = -(-(plen + 38) // 8) * 8  # the head, in whole 8-byte words
+    rows = np.flatnonzero((newlines - starts) > plen + 37)
     if not len(rows):
-        return uuids, np.zeros(n, dtype=bool)
-    # One gather of each line's head (prefix, 36 characters, quote, separator)
-    # through a sliding-window view: a row copy per line, no index per byte.
-    heads = np.lib.stride_tricks.sliding_window_view(data, plen + 38)[starts[rows]]
-    ok = (heads[:, :plen] == np.frombuffer(prefix, np.uint8)).all(axis=1)
-    text = heads[:, plen:plen + 36]
-    ok &= heads[:, plen + 36] == 0x22
+        return np.zeros((n, 16), dtype=np.uint8), np.zeros(n, dtype=bool), None
+    # One gather of each line's head through a sliding-window view (a row copy per
+    # line), checked a word at a time against the fixed bytes (those past the head
+    # are not looked at: zeros where a short last line ends the block).
+    at = starts[rows]
+    padded = data if at[-1] + width <= len(data) else np.concatenate([data, np.zeros(width, np.uint8)])
+    heads = np.lib.stride_tricks.sliding_window_view(padded, width)[at]
+    words = heads.view(np.uint64)
+    mask, want = _template(prefix, width)
+    off = (words[:, 0] & mask[0]) ^ want[0]
+    for k in range(1, len(mask)):
+        off |= (words[:, k] & mask[k]) ^ want[k]
     sep = heads[:, plen + 37]
-    ok &= (sep == 0x2C) | (sep == 0x7D)
-    ok &= data[newlines[rows] - 1] == 0x7D
-    ok &= (text[:, _DASH_AT] == 0x2D).all(axis=1)
-    rows, text = rows[ok], text[ok]
-    digits = np.concatenate([text[:, a:b] for a, b in _HEX_RUNS], axis=1)
+    ok = (off == 0) & ((sep == 0x2C) | (sep == 0x7D)) & (data[newlines[rows] - 1] == 0x7D)
+    digits = heads.take(_HEX_COLS + plen, axis=1)
+    if not ok.all():
+        rows, digits = rows[ok], digits[ok]
     try:  # binascii in C; a non-hex digit anywhere sends the block to the table
-        uuids[rows] = np.frombuffer(binascii.unhexlify(digits.tobytes()), np.uint8).reshape(-1, 16)
+        packed = np.frombuffer(binascii.unhexlify(digits.tobytes()), np.uint8).reshape(-1, 16)
     except binascii.Error:
         nibbles = _HEX[digits]
         hexed = (nibbles != 255).all(axis=1)
         rows, nibbles = rows[hexed], nibbles[hexed]
-        uuids[rows] = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
+        packed = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
     has_uuid = np.zeros(n, dtype=bool)
     has_uuid[rows] = True
-    return uuids, has_uuid
+    if len(rows) == n:  # every line on the fast path: the parsed UUIDs are the column
+        return packed, has_uuid, _lower_text(heads[:, plen:plen + 36], digits)
+    uuids = np.zeros((n, 16), dtype=np.uint8)
+    uuids[rows] = packed
+    return uuids, has_uuid, None
+
+
+def _lower_text(text: np.ndarray, digits: np.ndarray) -> np.ndarray | None:
+    """``text`` (n × 36) as a contiguous copy if its ``digits`` (n × 32 hex, checked) are
+    all lowercase — bit 0x20 is set in ``0-9a-f`` and clear in ``A-F`` — else None."""
+    if not len(digits) or np.bitwise_and.reduce(digits.view(np.uint64), axis=None) & _LOWER != _LOWER:
+        return None
+    return np.ascontiguousarray(text)
 
 
 def _slow_uuids(buf: bytes, base: int, starts: np.ndarray, newlines: np.ndarray, uuids: np.ndarray,

@@ -39,11 +39,12 @@ _UUID_DTYPE = np.dtype([("low", ">u4"), ("mid", ">u2"), ("hi", ">u2"), ("seq", "
 
 
 def _fixed_strings(chars: np.ndarray, valid: np.ndarray) -> pa.Array:
-    """An Arrow string array of equal-width ASCII rows (``chars``: n × width uint8)."""
+    """An Arrow string array of equal-width ASCII rows (``chars``: n × width uint8),
+    over ``chars``' own memory (made contiguous if it is not)."""
     n, width = chars.shape
     offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
     mask = None if valid.all() else pa.array(valid).buffers()[1]
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars.tobytes()), mask,
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(chars)), mask,
                                        null_count=int(n - valid.sum()))
 
 
@@ -53,13 +54,15 @@ def _uuid_columns(uuids: list[bytes | None]) -> list[pa.Array]:
     return _packed_uuid_columns(b"".join(_ZERO if u is None else u for u in uuids), valid)
 
 
-def _packed_uuid_columns(packed: bytes, valid: np.ndarray) -> list[pa.Array]:
-    """uuid, producer, clock, flags, timestamp from ``n`` packed 16-byte UUIDs."""
+def _packed_uuid_columns(packed: bytes, valid: np.ndarray, text: np.ndarray | None = None) -> list[pa.Array]:
+    """uuid, producer, clock, flags, timestamp from ``n`` packed 16-byte UUIDs
+    (``text``, their n × 36 text, if the caller has it already)."""
     n = len(valid)
-    hexed = np.frombuffer(binascii.hexlify(packed), dtype=np.uint8).reshape(n, 32)
-    text = np.full((n, 36), ord("-"), dtype=np.uint8)
-    text[:, 0:8], text[:, 9:13], text[:, 14:18] = hexed[:, 0:8], hexed[:, 8:12], hexed[:, 12:16]
-    text[:, 19:23], text[:, 24:36] = hexed[:, 16:20], hexed[:, 20:32]
+    if text is None:
+        hexed = np.frombuffer(binascii.hexlify(packed), dtype=np.uint8).reshape(n, 32)
+        text = np.full((n, 36), ord("-"), dtype=np.uint8)
+        text[:, 0:8], text[:, 9:13], text[:, 14:18] = hexed[:, 0:8], hexed[:, 8:12], hexed[:, 12:16]
+        text[:, 19:23], text[:, 24:36] = hexed[:, 16:20], hexed[:, 20:32]
     f = np.frombuffer(packed, dtype=_UUID_DTYPE)
     ts = f["low"].astype(np.uint64) | (f["mid"].astype(np.uint64) << 32) \
         | ((f["hi"].astype(np.uint64) & 0x0FFF) << 48)
@@ -67,10 +70,10 @@ def _packed_uuid_columns(packed: bytes, valid: np.ndarray) -> list[pa.Array]:
     clock = (ts << 4) | ((seq >> 10) & 0xF)
     flags = (seq & 0x3FF).astype(np.int32)
     micros = ((ts.astype(np.int64) - GREGORIAN_OFFSET_100NS) // 10)
-    mask = ~valid
+    mask = None if valid.all() else ~valid
     return [
         _fixed_strings(text, valid),
-        _fixed_strings(hexed[:, 20:32].copy(), valid),
+        _fixed_strings(text[:, 24:36], valid),
         pa.array(clock.view(np.int64), pa.int64(), mask=mask),
         pa.array(flags, pa.int32(), mask=mask),
         pa.array(micros, pa.timestamp("us", tz="UTC"), mask=mask),
@@ -133,7 +136,7 @@ def columns_batch(journal: str, cols) -> pa.RecordBatch:
         _repeated(journal, n),
         pa.array(cols.begins, pa.int64()),
         pa.array(cols.ends, pa.int64()),
-        *_packed_uuid_columns(np.ascontiguousarray(cols.uuids).tobytes(), cols.has_uuid),
+        *_packed_uuid_columns(np.ascontiguousarray(cols.uuids).tobytes(), cols.has_uuid, cols.text),
         values,
     ]
     return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
