@@ -130,7 +130,7 @@ def newline_positions(data: np.ndarray) -> np.ndarray:
     word holding two (lines under 8 bytes) takes the per-byte ``flatnonzero``."""
     eq = data == 0x0A
     whole = len(eq) & ~7
-    words = eq[:whole].view(np.uint64)
+    words = eq[:whole].view("<u8")  # little-endian: a word's lowest byte comes first
     at = np.flatnonzero(words != 0)
     held = words[at]
     low = held & (~held + np.uint64(1))
