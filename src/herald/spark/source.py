@@ -39,7 +39,7 @@ from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming, content_type_of
 from herald.spark.budget import row_budget_ends, sampler_of, share_bytes
 from herald.spark.cuts import OPEN_COST_BYTES, even_parts, part_chunks, split_bytes
-from herald.spark.datasource import HeraldDataSource
+from herald.spark.datasource import HeraldDataSource, lean_http
 from herald.spark.offsets import (
     check_data_loss,
     clip_pieces,
@@ -165,6 +165,7 @@ class BatchReader(DataSourceReader):
         from herald.spark.keys import with_keys  # not at import: see the module docstring
 
         freeze_imports()
+        lean_http()  # an executor's first task: httpcore without trio (herald.spark.datasource)
         opts = partition.value.opts
         yield from with_keys(self._read_part(partition.value), opts.key_field, opts.json_fields)
 
@@ -339,6 +340,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from herald.spark.keys import with_keys  # not at import: see the module docstring
 
         freeze_imports()
+        lean_http()  # an executor's first task: httpcore without trio (herald.spark.datasource)
         for part in partition.value:
             yield from with_keys(read_slice(part), part.opts.key_field, part.opts.json_fields)
 
