@@ -77,12 +77,13 @@ class HeraldDataSource(DataSource):
     def streamReader(self, schema: object) -> DataSourceStreamReader:
         from herald.spark.source import StreamReader
 
-        lean_http()
         # No freeze: the source runner is a fresh process per query, not a reused
         # worker (no collection after each call), and a first freeze's collection
         # would sit on the query's start-up.
         opts = HeraldOptions.parse(self.options, streaming=True)
         opts.require_state("a streaming read (sequencer snapshots)")
+        if any(not url.lower().startswith("http://") for url in opts.brokers):
+            lean_http()  # https: its calls go through httpx (http:// ones: herald.client.plain)
         return StreamReader(opts)
 
     def writer(self, schema: object, overwrite: bool) -> BatchWriter:

@@ -275,7 +275,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         inside = [j for j, off in offsets.items() if 0 < off < heads[j]]
         if not inside:
             return offsets
-        with self.opts.client() as client:
+        with self.opts.client(plain=True) as client:
             for j in inside:
                 offsets[j] = min(heads[j], record_start(client, j, offsets[j], self._content_types.get(
                     j, DEFAULT_CONTENT_TYPE)))
@@ -314,7 +314,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Driver: one slice per journal with new bytes in this batch, a large one
         cut into parts read in parallel, small ones packed several to a task."""
         slices: list[StreamSlice] = []
-        with self.opts.client() as client:
+        with self.opts.client(plain=True) as client:  # the source runner: no httpx (herald.client.plain)
             for journal in sorted(end):
                 lo, hi = int(start.get(journal, 0)) if start else 0, int(end[journal])
                 if hi > lo:  # failOnDataLoss: one HEAD when lo > 0 (herald.spark.offsets)
