@@ -12,14 +12,16 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, Generic, ParamSpec, TypeVar, overload
-
-import httpx
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from herald.client import _protocol as ops
 from herald.client._protocol import Request, Response
 from herald.client.models import ReadHead
+from herald.client.plain import PlainHTTP
 from herald.client.security import ClientSecurity
+
+if TYPE_CHECKING:  # imported where a client is built: a `plain` one never loads it
+    import httpx
 
 __all__ = ["AsyncBrokerClient", "AsyncReader", "BrokerClient", "Reader"]
 
@@ -117,6 +119,8 @@ class _Methods:
 
     def _stream_timeout(self, block: bool) -> httpx.Timeout:
         """A blocking read or watch may be idle for as long as nothing is written."""
+        import httpx
+
         return httpx.Timeout(self.timeout_s, read=None if block else self.timeout_s)
 
     def __repr__(self) -> str:
@@ -137,14 +141,37 @@ class BrokerClient(_Methods):
     """
 
     def __init__(self, address: str = DEFAULT_ADDRESS, timeout_s: float = 30.0,
-                 security: ClientSecurity | None = None) -> None:
+                 security: ClientSecurity | None = None, plain: bool = False) -> None:
         super().__init__(address, timeout_s, security)
-        self.http = httpx.Client(base_url=self.address, timeout=timeout_s, **self.security.httpx_options(self.address))
+        self.plain = plain
+        self._http: httpx.Client | None = None
+        self._plain: PlainHTTP | None = None
+        if plain and self.address.lower().startswith("http://"):
+            self._plain = PlainHTTP(self.address, timeout_s, self.security.headers())
+        else:
+            self.http  # noqa: B018 - built now, as always: a bad CA or key file fails here
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.address, self.timeout_s, self.security, self.plain))
+
+    @property
+    def http(self) -> httpx.Client:
+        """The httpx client: for every call, or (``plain``, an ``http://`` address)
+        only for streamed reads, built at the first."""
+        if self._http is None:
+            import httpx
+
+            self._http = httpx.Client(base_url=self.address, timeout=self.timeout_s,
+                                      **self.security.httpx_options(self.address))
+        return self._http
 
     def _run(self, op: ops.Operation[Any]) -> Any:
         try:
             req = next(op)
             while True:
+                if self._plain is not None:
+                    req = op.send(self._plain.send(req))
+                    continue
                 r = self.http.send(_build(self.http, req))
                 req = op.send(Response(r.status_code, r.headers, r.content))
         except StopIteration as done:
@@ -157,7 +184,10 @@ class BrokerClient(_Methods):
         return Reader(self, journal, offset, end_offset, block)
 
     def close(self) -> None:
-        self.http.close()
+        if self._plain is not None:
+            self._plain.close()
+        if self._http is not None:
+            self._http.close()
 
     def __enter__(self) -> BrokerClient:
         return self
@@ -172,6 +202,8 @@ class AsyncBrokerClient(_Methods):
     def __init__(self, address: str = DEFAULT_ADDRESS, timeout_s: float = 30.0,
                  security: ClientSecurity | None = None) -> None:
         super().__init__(address, timeout_s, security)
+        import httpx
+
         self.http = httpx.AsyncClient(base_url=self.address, timeout=timeout_s,
                                       **self.security.httpx_options(self.address))
 

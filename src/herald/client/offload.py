@@ -21,8 +21,6 @@ from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-import httpx
-
 from herald.client.models import FragmentInfo, ReadHead
 from herald.protocol.errors import HeraldError, Status
 from herald.protocol.fragment import Fragment, parse_content_path
@@ -49,6 +47,8 @@ def _raw_chunks(location: str) -> Iterator[bytes]:
         return
     # iter_raw: we decompress per the fragment's codec ourselves, whatever
     # Content-Encoding the store claims (Gazette forces identity for GZIP_OFFLOAD).
+    import httpx  # here: a driver that never reads a signed URL does not load it
+
     with httpx.stream("GET", location, timeout=60, headers={"Accept-Encoding": "identity"}) as resp:
         if resp.status_code != 200:
             raise HeraldError(Status.FRAGMENT_STORE_UNHEALTHY,

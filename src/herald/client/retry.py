@@ -15,8 +15,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-import httpx
-
 from herald.client.broker import BrokerClient, Reader
 from herald.client.offload import fragment_chunks, offloadable, slice_chunks
 from herald.client.transient import Backoff, is_transient
@@ -92,7 +90,9 @@ class RetryReader:
             except OffsetNotYetAvailableError:
                 if not self.block:
                     return
-            except (httpx.TransportError, HeraldError) as err:
+            except Exception as err:  # noqa: BLE001 - what is_transient calls transient, and HeraldErrors
+                if not isinstance(err, HeraldError) and not is_transient(err):
+                    raise  # httpx's TransportErrors are transient; nothing else is retried
                 if self._closed:
                     return
                 if isinstance(err, HeraldError) and err.status in BOUNDED_STATUSES:

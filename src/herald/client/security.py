@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from herald.tls import client_context
 
 __all__ = ["ClientSecurity"]
@@ -30,6 +28,8 @@ ENV_NAMES = {"auth_token": "BROKER_AUTH_TOKEN", "ca_file": "BROKER_TRUSTED_CA_FI
 def _default_context() -> ssl.SSLContext:
     """What ``verify=True`` gives each httpx client, shared: loading the CA bundle
     costs ~40 ms per client, and Spark builds a client per task and per trigger."""
+    import httpx  # here: a `plain` client (herald.client.plain) never loads httpx
+
     return httpx.create_ssl_context()
 
 

@@ -13,12 +13,11 @@ fragment stores (fsspec, codecs) a read offload needs.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
-
-import httpx
 
 from herald.protocol.errors import HeraldError, Status
 
@@ -38,7 +37,8 @@ T = TypeVar("T")
 def is_transient(err: BaseException) -> bool:
     """Worth retrying: the broker was unreachable or answered a 5xx-class status.
     Never cached: the next attempt starts fresh (Gazette issue #462)."""
-    if isinstance(err, httpx.TransportError):
+    httpx = sys.modules.get("httpx")  # not loaded: ``err`` cannot be one of its errors
+    if httpx is not None and isinstance(err, httpx.TransportError):
         return True
     return isinstance(err, HeraldError) and err.status in TRANSIENT_STATUSES
 

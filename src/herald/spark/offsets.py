@@ -52,7 +52,7 @@ def selected_heads(opts: HeraldOptions) -> tuple[dict[str, str], dict[str, int]]
     """Content type and write head of each journal ``opts.selector`` picks, retried
     through transient broker errors for up to `HEADS_DEADLINE_S`."""
     def heads() -> tuple[dict[str, str], dict[str, int]]:
-        with opts.client() as client:
+        with opts.client(plain=True) as client:  # a source runner's calls: no httpx (herald.client.plain)
             types = {info.name: content_type_of(info.spec.labels) for info in client.list(opts.selector)}
             return types, {journal: client.write_head(journal) for journal in types}
 

@@ -237,11 +237,14 @@ class HeraldOptions:
         """A task's policy for undecodable messages of ``journal`` (option ``onDecodeError``)."""
         return DecodeErrors(journal, self.on_decode_error)
 
-    def client(self) -> BrokerClient:
+    def client(self, plain: bool = False) -> BrokerClient:
         """A client with these credentials of the first of ``brokers`` that accepts a
         connection (build it where it is used). Any broker serves any journal (it
-        proxies), so which one answers does not matter; one that is down is skipped."""
-        return BrokerClient(self._reachable_broker(), security=self.security)
+        proxies), so which one answers does not matter; one that is down is skipped.
+        ``plain``: whole calls to an ``http://`` broker through ``http.client``, not
+        httpx (`herald.client.plain`: a stream's fresh source runner then skips
+        importing httpx for its few driver-side calls)."""
+        return BrokerClient(self._reachable_broker(), security=self.security, plain=plain)
 
     def _reachable_broker(self) -> str:
         if len(self.brokers) == 1:

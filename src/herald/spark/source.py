@@ -39,7 +39,7 @@ from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming, content_type_of
 from herald.spark.budget import row_budget_ends, sampler_of, share_bytes
 from herald.spark.cuts import OPEN_COST_BYTES, even_parts, part_chunks, split_bytes
-from herald.spark.datasource import HeraldDataSource
+from herald.spark.datasource import HeraldDataSource, lean_http
 from herald.spark.offsets import (
     check_data_loss,
     clip_pieces,
@@ -165,6 +165,7 @@ class BatchReader(DataSourceReader):
         from herald.spark.keys import with_keys  # not at import: see the module docstring
 
         freeze_imports()
+        lean_http()  # an executor's first task: httpcore without trio (herald.spark.datasource)
         opts = partition.value.opts
         yield from with_keys(self._read_part(partition.value), opts.key_field, opts.json_fields)
 
@@ -274,7 +275,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         inside = [j for j, off in offsets.items() if 0 < off < heads[j]]
         if not inside:
             return offsets
-        with self.opts.client() as client:
+        with self.opts.client(plain=True) as client:
             for j in inside:
                 offsets[j] = min(heads[j], record_start(client, j, offsets[j], self._content_types.get(
                     j, DEFAULT_CONTENT_TYPE)))
@@ -313,7 +314,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Driver: one slice per journal with new bytes in this batch, a large one
         cut into parts read in parallel, small ones packed several to a task."""
         slices: list[StreamSlice] = []
-        with self.opts.client() as client:
+        with self.opts.client(plain=True) as client:  # the source runner: no httpx (herald.client.plain)
             for journal in sorted(end):
                 lo, hi = int(start.get(journal, 0)) if start else 0, int(end[journal])
                 if hi > lo:  # failOnDataLoss: one HEAD when lo > 0 (herald.spark.offsets)
@@ -339,6 +340,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from herald.spark.keys import with_keys  # not at import: see the module docstring
 
         freeze_imports()
+        lean_http()  # an executor's first task: httpcore without trio (herald.spark.datasource)
         for part in partition.value:
             yield from with_keys(read_slice(part), part.opts.key_field, part.opts.json_fields)
 
