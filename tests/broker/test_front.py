@@ -17,7 +17,7 @@ import pytest
 
 from herald.broker.front_http import HeadLimits, KnownHeads, error_answer, parse_put_head
 from herald.protocol.errors import HeraldError, JournalNotFoundError, Status
-from herald.testing import journals_state, seed_journal
+from herald.testing import apply_specs, journal_spec, journals_state, seed_journal
 from tests.broker.raw_http import connect, read_response, read_until_closed
 
 NAME = "front/journal"
@@ -124,6 +124,25 @@ def test_a_body_cut_short_appends_nothing(served):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
     with served.client() as http:
         assert http.put(f"/{NAME}", content=b"after\n").headers["X-Commit-Begin"] == before[NAME][2]
+
+
+def test_a_journal_made_read_only_refuses_the_next_fast_append(served):
+    """Whether a journal takes fast appends is remembered per spec: re-applying it
+    read-only must send the very next append to the gateway's refusal (a 403 naming
+    the journal), on a connection that appended a moment before, changing nothing."""
+    name = "front/read-only"
+    seed_journal(served, name)
+    path = f"/{name}".encode()
+    with connect(served.url) as sock:
+        sock.sendall(put(b"fast\n", path=path))
+        assert read_response(sock).status == 204
+        apply_specs(served.url, {**journal_spec(name), "flags": "O_RDONLY"})
+        before = journals_state(served.url)[name]
+        sock.sendall(put(b"refused\n", path=path))
+        answer = read_response(sock)
+    assert answer is not None and answer.status == 403
+    assert b"is not writable" in answer.body and b'"journal"' in answer.body
+    assert journals_state(served.url)[name][1:] == before[1:]
 
 
 @pytest.mark.parametrize("head", [

@@ -41,7 +41,7 @@ from herald.broker.journal import Journal
 from herald.broker.limits import MAX_HEADER_FIELDS
 from herald.broker.metrics import METRICS, count_request
 from herald.protocol.errors import HeraldError, Status
-from herald.protocol.journal import JournalFlags
+from herald.protocol.journal import JournalFlags, JournalSpec
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,8 @@ MAX_BUFFERED_BYTES = 256 << 10
 _PUT = b"PUT /"
 #: Paths that are never a plain append: the control and peer APIs' prefixes.
 _NOT_JOURNALS = ("v1/", "debug/")
+#: Journals whose fast-path eligibility is remembered (all forgotten when full).
+MAX_REMEMBERED_SPECS = 4096
 
 
 class Frontage:
@@ -72,6 +74,7 @@ class Frontage:
         self._sweep_s = max(0.05, min(1.0, self.idle_timeout_s / 4, self.body_timeout_s / 4))
         self._sweeper = self.loop.call_later(self._sweep_s, self._sweep)
         self.handed_off = 0  # statistics: connections given to aiohttp
+        self._plain_specs: dict[str, tuple[JournalSpec, bool]] = {}
 
     def protocol(self) -> FrontConnection:
         return FrontConnection(self)
@@ -83,10 +86,23 @@ class Frontage:
         if broker.auth_keys is not None or broker.stopping.is_set() or head.journal_name.startswith(_NOT_JOURNALS):
             return None
         journal = broker.local_journal(head.journal_name, need_primary=True)
-        if (journal is None or not JournalFlags.is_writable(journal.spec.flags)
-                or broker.append_rates.rate_of(journal.spec)):
+        if journal is None:
             return None
-        return journal
+        spec = journal.spec
+        plain = self._plain_specs.get(spec.name)
+        if plain is None or plain[0] is not spec:
+            plain = self._plain_spec(spec)
+        return journal if plain[1] else None
+
+    def _plain_spec(self, spec: JournalSpec) -> tuple[JournalSpec, bool]:
+        """Whether appends to a journal of ``spec`` may take the fast path (writable,
+        no rate limit), remembered for that spec object: both follow from the spec
+        alone, and applying a change replaces the frozen object (`Journal.update`)."""
+        plain = (spec, JournalFlags.is_writable(spec.flags) and not self.broker.append_rates.rate_of(spec))
+        if len(self._plain_specs) >= MAX_REMEMBERED_SPECS:
+            self._plain_specs.clear()
+        self._plain_specs[spec.name] = plain
+        return plain
 
     def statistics(self) -> dict[str, int]:
         return {"connections": len(self.connections), "handed_off": self.handed_off}
@@ -195,6 +211,9 @@ class FrontConnection(asyncio.Protocol):
             self.stream = StreamedAppend.start(journal, head.content_length)
             if self.stream is not None:
                 self.stream.on_yield = self._stream_yielded
+        elif len(buffer) == end + 4 + head.content_length:  # the commonest: one request, whole
+            self._append(buffer[end + 4:])
+            return
         self._take_body(buffer[end + 4:])
 
     def _take_body(self, data: bytes) -> None:
@@ -253,24 +272,27 @@ class FrontConnection(asyncio.Protocol):
 
     def _appended(self, future: asyncio.Future) -> None:
         close = self._closes()
-        if future.cancelled():
+        try:
+            result = future.result()
+        except asyncio.CancelledError:
             count_request("append", "CANCELLED")
             self.closing = True
             self._answer(b"")
             return
-        err = future.exception()
-        count_request("append", "OK" if err is None else
-                      err.status.name if isinstance(err, HeraldError) else Status.INTERNAL.name)
-        if err is None:
-            METRICS.append_requests.observe(time.perf_counter() - self.started)
-            self._answer(commit_answer(future.result(), close))
-        elif isinstance(err, HeraldError):
+        except HeraldError as err:
+            count_request("append", err.status.name)
             self._answer(error_answer(err, close))
-        else:
+            return
+        except BaseException as err:  # noqa: BLE001 - a bug: logged, answered as the gateway does
+            count_request("append", Status.INTERNAL.name)
             log.error("internal error method=PUT path=/%s", self.head.journal_name if self.head else "?",
                       exc_info=err)
             self._answer(error_answer(HeraldError(Status.INTERNAL, "internal error (logged by the broker)"),
                                       close))
+            return
+        count_request("append", "OK")
+        METRICS.append_requests.observe(time.perf_counter() - self.started)
+        self._answer(commit_answer(result, close))
 
     def _closes(self) -> bool:
         return self.closing or (self.head is not None and self.head.close)
