@@ -179,7 +179,7 @@ class HeraldOptions:
     ring_size: int = 65536
     append_bytes: int = 1 << 20
     split_bytes: int = 0
-    max_partition_bytes: int = 64 << 20
+    max_partition_bytes: int = 128 << 20  # Spark's spark.sql.files.maxPartitionBytes default
     security: ClientSecurity = ClientSecurity()
     on_decode_error: OnDecodeError = OnDecodeError.FAIL
 
@@ -219,7 +219,7 @@ class HeraldOptions:
             ring_size=max(1, _int(options, "ringSize", 65536)),
             append_bytes=max(1, _int(options, "appendBytes", 1 << 20)),
             split_bytes=max(0, _int(options, "splitBytes", 0)),
-            max_partition_bytes=max(1, _int(options, "maxPartitionBytes", 64 << 20)),
+            max_partition_bytes=max(1, _int(options, "maxPartitionBytes", 128 << 20)),
             on_decode_error=OnDecodeError.parse(_get(options, "onDecodeError")),
             # Read on the driver (option, else its environment) and shipped to executors.
             security=ClientSecurity.from_env(
