@@ -18,9 +18,10 @@ the lost range; with ``false`` it is a warning and the read goes on after the ga
 Offset 0 is ``earliest`` and never data loss (a journal whose start was pruned is
 read from what remains, as a new Kafka consumer reads from the log start).
 
-Write heads (`selected_heads`) are asked for on every trigger, so a stream's driver
-meets cluster fail-overs: a journal without a primary for a few seconds is retried
-through, not a failed query.
+Write heads (`selected_heads`) are asked for on every trigger (an availableNow
+run: once, at its start; its later triggers only list the journals,
+`selected_types`), so a stream's driver meets cluster fail-overs: a journal without
+a primary for a few seconds is retried through, not a failed query.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from herald.spark.options import HeraldOptions
 
 __all__ = ["DataLossError", "check_data_loss", "clip_pieces", "held_range", "journal_range", "record_boundary",
-           "record_start", "selected_heads"]
+           "record_start", "selected_heads", "selected_types"]
 
 log = logging.getLogger(__name__)
 EARLIEST, LATEST = -2, -1
@@ -53,10 +54,24 @@ def selected_heads(opts: HeraldOptions) -> tuple[dict[str, str], dict[str, int]]
     through transient broker errors for up to `HEADS_DEADLINE_S`."""
     def heads() -> tuple[dict[str, str], dict[str, int]]:
         with opts.client(plain=True) as client:  # a source runner's calls: no httpx (herald.client.plain)
-            types = {info.name: content_type_of(info.spec.labels) for info in client.list(opts.selector)}
+            types = _content_types(client, opts.selector)
             return types, {journal: client.write_head(journal) for journal in types}
 
     return retry_transient(heads, HEADS_DEADLINE_S, "write heads")
+
+
+def selected_types(opts: HeraldOptions) -> dict[str, str]:
+    """Content type of each journal ``opts.selector`` picks: `selected_heads`'
+    listing alone (one round trip, no HEAD per journal), retried as it is."""
+    def types() -> dict[str, str]:
+        with opts.client(plain=True) as client:
+            return _content_types(client, opts.selector)
+
+    return retry_transient(types, HEADS_DEADLINE_S, "list journals")
+
+
+def _content_types(client: BrokerClient, selector: str) -> dict[str, str]:
+    return {info.name: content_type_of(info.spec.labels) for info in client.list(selector)}
 
 
 class DataLossError(HeraldError):

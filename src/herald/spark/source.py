@@ -47,6 +47,7 @@ from herald.spark.offsets import (
     journal_range,
     record_start,
     selected_heads,
+    selected_types,
 )
 from herald.spark.options import HeraldOptions
 from herald.spark.reading import (
@@ -295,9 +296,12 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """Driver, once per trigger: the next batch's end offsets."""
-        heads = self._heads()
-        if self._target is not None:
-            heads = {j: min(h, self._target[j]) for j, h in heads.items() if j in self._target}
+        if self._target is None:
+            heads = self._heads()
+        elif all(int(start.get(j, 0)) >= head for j, head in self._target.items()):
+            return dict(start)  # availableNow, all read: the closing checks ask the brokers nothing
+        else:
+            heads = self._target_heads()
         begin = {j: int(start.get(j, 0)) for j in heads}
         budget = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
         if isinstance(limit, ReadMaxRows):
@@ -309,6 +313,15 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = dict(start)  # Journals no longer selected keep their offset.
         end.update(ends)
         return end
+
+    def _target_heads(self) -> dict[str, int]:
+        """availableNow: the heads frozen at the run's start, of the journals still
+        selected. A write head only grows, so the target is what ``min(head now,
+        target)`` gave: one listing per trigger, no HEAD per journal (an availableNow
+        run over 16 journals made 3 × 16 of them, ≈ 2-3 ms each under load)."""
+        assert self._target is not None
+        self._content_types = selected_types(self.opts)
+        return {j: head for j, head in self._target.items() if j in self._content_types}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         """Driver: one slice per journal with new bytes in this batch, a large one
