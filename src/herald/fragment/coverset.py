@@ -63,6 +63,11 @@ class CoverSet:
         if fragment.begin == fragment.end:
             return False
         fragments = self._fragments
+        if fragments and fragments[-1].begin == fragment.begin and fragments[-1].end <= fragment.end:
+            # A spool's commit, growing the last fragment (once per group commit): what
+            # the general case below does, without its two bisects by key.
+            fragments[-1] = fragment
+            return True
         # The fragment beginning at or before ours that reaches furthest is the last
         # one with begin <= ours: ends increase with begins.
         at = bisect.bisect_right(fragments, fragment.begin, key=_begin)
