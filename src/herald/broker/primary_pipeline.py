@@ -61,6 +61,23 @@ log = logging.getLogger(__name__)
 #: beside the peers' instead of after them: with streams, replication 3 at 32
 #: writers made 10.9-11.2 k appends/s at depth 1 against 8.8-9.05 k at depth 2, and
 #: depth 4 was worse still (`bench cluster`, interleaved runs, same minutes).
+#: Measured again with the whole machine under load (1 KiB x 32, load 10-12):
+#: depth 2 made 3.0 k appends/s (2.7-4.6 k) against 4.5 k (4.4-7.7 k), in groups of
+#: 12 against 16.
+#:
+#: Where a group's time goes at depth 1 (same load): a group cycle takes 2.0-3.8
+#: ms against replication 1's 1.3 ms (one sync round), with groups of ~16 either
+#: way. It is the slower of our own sync (data and line) and the peers' round trip
+#: (1.3-2.5 ms, of which their sync round is 0.75-1.3 ms; the rest is loopback TCP
+#: and wake-ups of their loop and ours), plus this loop's own work on the group.
+#: With the peers not syncing at all (a diagnostic, never durable) their round trip
+#: fell 0.3-0.4 ms but the cycle stayed at 2.1-2.6 ms: our own sync, as slow, took
+#: the critical path. Without their syncs or ours,
+#: it fell to 0.9-2.0 ms. So one fdatasync per replica group alone would not move
+#: the ratio; both sides' syncs have to shrink. CPU per append over the three
+#: brokers: 93-127 us against 33-40 us at replication 1 (our loop 30-43 us, of
+#: which ~20 % is sending frames; each peer 21-28 us, half of it its round's
+#: thread and syncs).
 PIPELINE_DEPTH = 1
 #: A group this small is written to the page cache (no sync) on the event loop when
 #: the spool's files are open (no file to create or open): an executor hop costs
