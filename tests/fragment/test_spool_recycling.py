@@ -147,3 +147,14 @@ def test_a_broker_restarted_over_crash_leftovers_sweeps_them_and_serves(broker_f
         assert new_spool.stat().st_size == len(OLD)  # a kept file, not the live spool's
         assert http.get("/recycled/new").content == b"new\n"
         assert http.get("/recycled/live").content == live
+
+
+def test_a_kept_file_with_another_name_is_never_taken(tmp_path):
+    """Even unswept (a leftover the sweep could not remove): `take` drops it."""
+    live = _persisted_spool(tmp_path / "a", 0)
+    kept_dir(live.directory).mkdir()
+    os.link(live.path, kept_dir(live.directory) / "0.free")
+    path = tmp_path / "b" / "0000000000000000.spool"
+    path.parent.mkdir()
+    assert take(path.parent, path) == 0 and not path.exists()
+    assert live.path.stat().st_nlink == 1 and live.path.read_bytes() == OLD

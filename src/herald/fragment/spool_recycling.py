@@ -33,13 +33,13 @@ Safety:
   ``+kept`` too, and `sweep`, run as the data dir is opened (before any spool is
   created), removes every name there that is not a file ready for `take` — a
   ``.retiring`` file of a retire cut short, a kept file that also has another
-  name (a rename a power cut left durable at both names: handed to a new spool,
-  it would be a live spool's file too), the files past `KEEP`.
+  name (a rename a power cut left durable at both names), the files past `KEEP`.
+  Handed to a new spool, a file with another name would be a live spool's file
+  too [I-FRAG-2]: `take` also checks, and drops such a file.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import logging
 import os
@@ -86,9 +86,14 @@ def take(directory: Path, path: Path) -> int:
     if path.exists():
         return 0
     for free in sorted(kept_dir(directory).glob(f"*{FREE_SUFFIX}")):
-        with contextlib.suppress(FileNotFoundError):  # another spool took it first
+        try:
             os.rename(free, path)
-            return path.stat().st_size
+        except FileNotFoundError:  # another spool took it first
+            continue
+        st = path.stat()
+        if st.st_nlink == 1:
+            return st.st_size
+        path.unlink()  # another file's too (see `sweep`): two spools never share one
     return 0
 
 
@@ -106,8 +111,12 @@ def sweep(spools: Path) -> int:
     doomed = [entry for entry in entries
               if entry not in ready[:KEEP] and not entry.is_dir(follow_symlinks=False)]
     for entry in doomed:
-        with contextlib.suppress(FileNotFoundError):
+        try:
             os.unlink(entry.path)
+        except FileNotFoundError:
+            pass
+        except OSError as err:  # reuse is an optimisation: it must not keep a broker from starting
+            log.warning("spool recycling: cannot remove %s: %s", entry.path, err)
     if doomed:
         log.info("spool recycling: removed %d files a crash left in %s", len(doomed), kept)
     return len(doomed)
