@@ -4,6 +4,7 @@ over as well as once) before the spools recover [I-FRAG-2]."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -137,16 +138,15 @@ def test_records_of_persisted_spools_are_skipped(data_dir):
     assert not persisted.path.exists()
 
 
-def test_a_full_segment_is_checkpointed_and_replaced(data_dir, monkeypatch):
+def test_a_full_segment_is_checkpointed_and_replaced(data_dir):
     root, opened = data_dir
-    monkeypatch.setattr(commit_log_module, "SEGMENT_BYTES", 4096)
     syncs: list[tuple[str, int]] = []
-    log = CommitLog.open(root, lambda kind, n: syncs.append((kind, n)))
+    log = CommitLog.open(root, lambda kind, n: syncs.append((kind, n)), segment_bytes=4096)
     opened.append(log)
     spools = _spools(log, 2)
     for i in range(40):
         write_round([GroupWrite(s, [b"%03d" % i + b"." * 200 + b"\n"], LabelSet(), 1.0) for s in spools])
-    log._idle.wait(10)
+    log.drain()
     assert log._idle.is_set()
     segments = list((root / LOG_DIR).iterdir())
     assert len(segments) == 1  # the sealed ones were synced into their spools, then deleted
@@ -195,18 +195,20 @@ def test_segments_grow_ahead_of_the_rounds(data_dir):
     spools = _spools(log, 2)  # two groups a round: always logged
     for i in range(8):
         write_round([GroupWrite(s, [b"%d" % i + b"g" * (100 << 10)], LabelSet(), 1.0) for s in spools])
-        log._worker.drain()
+        log.drain()
         assert log._pos < log._allocated == os.fstat(log._fd).st_size
     assert log._allocated - log._pos >= commit_log_module.FIRST_GROW_BYTES // 2
 
 
-def test_chunks_completed():
-    size = writeback.WRITEBACK_BYTES
-    assert writeback.chunks_completed(0, 100) is None
-    assert writeback.chunks_completed(size - 10, 9) is None
-    assert writeback.chunks_completed(size - 10, 10) == (0, size)
-    assert writeback.chunks_completed(size + 5, 3 * size) == (size, 4 * size)
-    assert writeback.chunks_completed(2 * size, size - 1) is None
+@pytest.mark.parametrize("size", [writeback.WRITEBACK_BYTES, 1024])
+def test_chunks_completed(size):
+    chunks = functools.partial(writeback.chunks_completed, chunk=size)
+    assert writeback.chunks_completed(writeback.WRITEBACK_BYTES - 1, 1) == (0, writeback.WRITEBACK_BYTES)
+    assert chunks(0, 100) is None
+    assert chunks(size - 10, 9) is None
+    assert chunks(size - 10, 10) == (0, size)
+    assert chunks(size + 5, 3 * size) == (size, 4 * size)
+    assert chunks(2 * size, size - 1) is None
 
 
 def test_write_back_of_a_removed_spool_is_nothing(tmp_path):
@@ -217,38 +219,64 @@ def test_write_back_of_a_removed_spool_is_nothing(tmp_path):
     write_back_file(tmp_path / "gone.spool", 0, 8192)
 
 
+LAST_ROUNDS = 2  # only logged when the power goes (a few KiB: they cannot fill a segment)
+
+
 @pytest.mark.parametrize("writeback_bytes", [writeback.WRITEBACK_BYTES, 1024], ids=["writeback-rare", "writeback-often"])
-def test_a_power_cut_loses_no_round_logged_or_checkpointed(powercut, monkeypatch, writeback_bytes):
+def test_a_power_cut_loses_no_round_logged_or_checkpointed(powercut, writeback_bytes):
     """On a file system that drops what was never synced (`herald.testing.powercut`),
     with segments small enough that most rounds were checkpointed and the last ones
     only logged: every round's bytes are back after the cut and the replay. With
     write-back started every KiB, it runs beside the checkpoints and never stands
-    for their syncs (on this file system it makes nothing durable, as on a disk)."""
-    monkeypatch.setattr(commit_log_module, "SEGMENT_BYTES", 8192)
-    monkeypatch.setattr(writeback, "WRITEBACK_BYTES", writeback_bytes)
+    for their syncs (on this file system it makes nothing durable, as on a disk).
+
+    Where the last rounds land is made certain, not left to the helper thread's
+    timing: a segment is sealed only when no checkpoint is under way, so how many
+    rounds each segment holds varies, and a last round that happened to fill one
+    was checkpointed, leaving the cut nothing to drop. So once the helper thread is
+    idle, rounds go on until one seals its segment (its checkpoint syncs every
+    round so far), and the last ones go to the fresh segment, too few to fill it."""
     root = powercut.mount / "data"
-    log = CommitLog.open(root)
+    log = CommitLog.open(root, segment_bytes=8192, writeback_bytes=writeback_bytes)
     spools = _spools(log, 3)
-    expected = b""
-    for i in range(62):
-        if i >= 60:  # the last round lands in a segment no checkpoint will sync
-            log._worker.drain()
-        group = [b"%03d " % i + b"y" * 300 + b"\n"]
-        assert write_round([GroupWrite(s, group, LabelSet(), 1.0) for s in spools]) == \
-            [[hashlib.sha1(group[0]).hexdigest()]] * len(spools)
-        expected += group[0]
+    groups: list[bytes] = []
+    for _ in range(60):  # checkpoints run beside the rounds
+        _logged_round(log, spools, groups)
+    log.drain()  # no checkpoint under way: the next full segment is sealed at once
+    sealed = log.segment
+    while log.segment == sealed:
+        _logged_round(log, spools, groups)
+    log.drain()  # its checkpoint synced every round so far
+    checkpointed, last = b"".join(groups), log.segment
+    for _ in range(LAST_ROUNDS):
+        _logged_round(log, spools, groups)
+    assert log.segment == last, "the last rounds filled a segment: a checkpoint synced them"
+    expected = b"".join(groups)
     for spool in spools:
         spool.close()
-    log.close()  # waits for the checkpoints under way; syncs nothing more
+    log.close()  # syncs nothing more
     report = powercut.cut()
-    assert report.unsynced_bytes, "the cut dropped nothing: this run proved nothing"
+    assert report.unsynced_bytes >= len(spools) * (len(expected) - len(checkpointed)), \
+        "the cut dropped less than the last rounds' bytes: this run proves nothing"
     powercut.start()
+    for spool in spools:  # the disk holds the checkpointed rounds, the last ones are gone
+        on_disk = spool.path.read_bytes()
+        assert on_disk.startswith(checkpointed) and not on_disk[len(checkpointed):].strip(b"\0")
     reopened = CommitLog.open(root)
     reopened.close()
-    assert 0 < reopened.replayed < 62 * len(spools)  # the checkpointed rounds need no replay
+    assert reopened.replayed == LAST_ROUNDS * len(spools)  # the checkpointed rounds need no replay
     for spool in spools:
         (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
         assert found.path.read_bytes() == expected
+
+
+def _logged_round(log: CommitLog, spools: list[Spool], groups: list[bytes]) -> None:
+    """One round of one group per spool, which the log commits; its group added to ``groups``."""
+    group = [b"%03d " % len(groups) + b"y" * 300 + b"\n"]
+    writes = [GroupWrite(s, group, LabelSet(), 1.0) for s in spools]
+    assert logged_to(writes) is log
+    assert write_round(writes) == [[hashlib.sha1(group[0]).hexdigest()]] * len(spools)
+    groups.append(group[0])
 
 
 def test_a_round_whose_log_sync_fails_is_never_replayed(powercut):
@@ -263,7 +291,7 @@ def test_a_round_whose_log_sync_fails_is_never_replayed(powercut):
     for spool, mark in zip(spools, marks):
         spool.rollback(mark)  # as the append task does
     write_round([GroupWrite(s, [b"two\n"], LabelSet(), 1.0) for s in spools])
-    log._worker.drain()
+    log.drain()
     (segment,) = (root / LOG_DIR).iterdir()  # the failed round's was checkpointed and deleted
     assert not [r for r in decode_records(segment.read_bytes()) if b"lost" in r.data]
     assert _after_power_cut(powercut, root, spools, log) == 2

@@ -9,7 +9,9 @@ holds the owner's pid, so a refused broker can name the one in its way.
 The owner also owns the data dir's commit log (`herald.fragment.commit_log`): taking
 the lock replays what the last run logged into its spools, before any journal
 recovers them, and opens this run's log as ``commit_log``, which the broker hands to
-each journal it opens (and they to their spools): nothing finds it by path.
+each journal it opens (and they to their spools): nothing finds it by path. It
+then sweeps what a crash left half-done in the spool files kept for reuse
+(`herald.fragment.spool_recycling.sweep`), before any journal creates a spool.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from herald.broker.metrics import METRICS
 from herald.durable import make_durable_dirs
 from herald.fragment.commit_log import CommitLog
+from herald.fragment.spool_recycling import sweep
 from herald.protocol.errors import HeraldError, Status
 
 LOCK_NAME = "LOCK"
@@ -55,6 +58,7 @@ class DataDirLock:
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
         self.commit_log = CommitLog.open(self.path.parent, _count_syncs)
+        sweep(self.path.parent / "spools")  # journals' spool directories: herald.broker.journal
         return self
 
     def release(self) -> None:

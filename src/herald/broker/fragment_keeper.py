@@ -285,6 +285,8 @@ class FragmentKeeper:
 
 def _remove_local_files(done: Completed) -> None:
     """Delete a persisted spool's commits file, and its data file unless it is kept
-    for the journal's next spool (`herald.fragment.spool_recycling`). Blocking."""
-    retire(done.path)
+    for the journal's next spool (`herald.fragment.spool_recycling`). Commits file
+    first: a crash between leaves a spool with no commit, which recovery deletes,
+    never a commits file that nothing reads or removes. Blocking."""
     done.commits_path.unlink(missing_ok=True)
+    retire(done.path)

@@ -21,10 +21,11 @@ are not written twice); its record carries only the line. Each record is framed
 with its length and CRC32C, so a torn tail (a power cut mid-write) ends the
 segment's intact records and is ignored: none of its groups was acknowledged.
 
-Checkpoint: once a segment holds `SEGMENT_BYTES`, the next round writes to a new
-segment and the log's helper thread (`herald.fragment.commit_log_worker`) makes
-every spool and commits file the old segment touched durable (an fsync of each
-file and its directory, or one ``syncfs`` for many journals), then deletes it.
+Checkpoint: once a segment holds `SEGMENT_BYTES` (tests give `CommitLog.open` a
+few KiB instead), the next round writes to a new segment and the log's helper
+thread (`herald.fragment.commit_log_worker`) makes every spool and commits file
+the old segment touched durable (an fsync of each file and its directory, or one
+``syncfs`` for many journals), then deletes it.
 The same thread starts the write-back of each spool chunk once logged, so a
 checkpoint finds little left to write (`herald.fragment.writeback`), and grows
 the segment ahead of the rounds.
@@ -63,7 +64,7 @@ import crc32c
 
 from herald.durable import fsync_directory, make_durable_dirs
 from herald.fragment.commit_log_worker import LogWorker, checkpoint, write_back_file, write_lines
-from herald.fragment.writeback import chunks_completed
+from herald.fragment.writeback import WRITEBACK_BYTES, chunks_completed
 
 __all__ = ["CommitLog", "LogRecord", "decode_records", "frame"]
 
@@ -132,10 +133,13 @@ class CommitLog:
     """One data dir's commit log (see the module doc). `append` is called by one thread
     at a time (the sync round thread); checkpoints run on a helper thread."""
 
-    def __init__(self, data_dir: Path, count_syncs: Callable[[str, int], object] = lambda kind, n: None):
+    def __init__(self, data_dir: Path, count_syncs: Callable[[str, int], object] = lambda kind, n: None, *,
+                 segment_bytes: int = SEGMENT_BYTES, writeback_bytes: int = WRITEBACK_BYTES):
         self.data_dir = Path(data_dir)
         self.directory = self.data_dir / LOG_DIR
         self.count_syncs = count_syncs  # ("fdatasync" | "syncfs", n): the broker's metrics
+        self.segment_bytes = segment_bytes  # a segment this full is sealed and checkpointed
+        self.writeback_bytes = writeback_bytes  # write-back starts per chunk of this many bytes
         self._names: dict[Path, bytes] = {}
         self._fd = -1
         self._seq = 0
@@ -156,10 +160,13 @@ class CommitLog:
         self.closed = False  # see close
 
     @classmethod
-    def open(cls, data_dir: Path, count_syncs: Callable[[str, int], object] = lambda kind, n: None) -> CommitLog:
+    def open(cls, data_dir: Path, count_syncs: Callable[[str, int], object] = lambda kind, n: None, *,
+             segment_bytes: int = SEGMENT_BYTES, writeback_bytes: int = WRITEBACK_BYTES) -> CommitLog:
         """Replay what a previous run left, then start a fresh segment. Blocking: run
-        it before any spool under ``data_dir`` recovers."""
-        commit_log = cls(data_dir, count_syncs)
+        it before any spool under ``data_dir`` recovers. ``segment_bytes`` and
+        ``writeback_bytes``: the tuning (module constants by default), smaller in
+        tests so that a few rounds seal segments and start write-backs."""
+        commit_log = cls(data_dir, count_syncs, segment_bytes=segment_bytes, writeback_bytes=writeback_bytes)
         make_durable_dirs(commit_log.directory)
         from herald.fragment.commit_log_replay import replay_segments  # one concept each
         segments = commit_log._segments()
@@ -223,7 +230,7 @@ class CommitLog:
         self._dirty.update(directories)
         if lines:  # before a rotation below: its checkpoint must find them written
             self.defer(lines)
-        if self._pos >= SEGMENT_BYTES and self._idle.is_set():
+        if self._pos >= self.segment_bytes and self._idle.is_set():
             self._rotate()
         elif self._allocated - self._pos < _grow_step(self._allocated) // 2 and not self._growing:
             self._growing = True
@@ -234,7 +241,7 @@ class CommitLog:
         """Bytes ``[at, at + size)`` of ``path`` (a spool or commits file) were just
         written and logged: start the write-back of the chunks they complete, on
         the helper thread (`herald.fragment.writeback`)."""
-        if (span := chunks_completed(at, size)) is not None:
+        if (span := chunks_completed(at, size, self.writeback_bytes)) is not None:
             self._worker.submit(functools.partial(write_back_file, path, *span))
 
     def defer(self, lines: Sequence[tuple[Path, int, bytes]]) -> None:
@@ -260,7 +267,17 @@ class CommitLog:
         a journal that closes leaves its spools to be recovered from their files.
         Blocking (waits for the helper thread's queue)."""
         self._submit_lines()
+        self.drain()
+
+    def drain(self) -> None:
+        """Wait for the helper thread's jobs submitted so far (checkpoints, write-backs,
+        deferred lines): tests then know that a full segment is sealed at once."""
         self._worker.drain()
+
+    @property
+    def segment(self) -> Path:
+        """The segment rounds go to now; another once it is sealed (to be checkpointed)."""
+        return self._segment_path(self._seq)
 
     def _submit_lines(self) -> None:
         with self._lines_lock:
@@ -274,7 +291,7 @@ class CommitLog:
         its segment: the log then refuses rounds and no checkpoint deletes a segment
         (the next start replays them)."""
         try:
-            write_lines(batch)
+            write_lines(batch, self.writeback_bytes)
         except OSError as err:
             log.error("commit log: deferred commit lines could not be written; refusing appends "
                       "until restart (the log keeps them for replay): %s", err)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from herald.durable import fsync_directory
 from herald.fragment.syncfs import syncfs, syncs_whole_file_system
-from herald.fragment.writeback import chunks_completed, write_back_range
+from herald.fragment.writeback import WRITEBACK_BYTES, chunks_completed, write_back_range
 
 __all__ = ["LogWorker", "checkpoint", "syncfs_of", "write_back_file", "write_lines"]
 
@@ -126,11 +126,11 @@ def write_back_file(path: Path, lo: int, hi: int) -> None:
         os.close(fd)
 
 
-def write_lines(lines: list[tuple[Path, int, bytes]]) -> None:
+def write_lines(lines: list[tuple[Path, int, bytes]], writeback_bytes: int = WRITEBACK_BYTES) -> None:
     """Write deferred commit lines, ``(commits file, offset, line)``: one open and
     one ``pwritev`` per run of adjacent lines of a file, then the write-back of the
-    chunks they completed. A file removed meanwhile (its spool persisted) is
-    skipped. Raises OSError."""
+    chunks of ``writeback_bytes`` they completed. A file removed meanwhile (its
+    spool persisted) is skipped. Raises OSError."""
     by_path: dict[Path, list[tuple[int, bytes]]] = {}
     for path, at, line in lines:
         by_path.setdefault(path, []).append((at, line))
@@ -143,7 +143,7 @@ def write_lines(lines: list[tuple[Path, int, bytes]]) -> None:
             placed.sort(key=lambda item: item[0])
             for at, run in _runs(placed):
                 _pwritev_all(fd, run, at)
-                if (span := chunks_completed(at, sum(map(len, run)))) is not None:
+                if (span := chunks_completed(at, sum(map(len, run)), writeback_bytes)) is not None:
                     write_back_range(fd, *span)
         finally:
             os.close(fd)

@@ -29,16 +29,25 @@ Safety:
   before it is persisted. A spool with no commit yet recovers as empty (deleted).
 - At most `KEEP` files wait (a few more while persisters race), each at least
   `MIN_BYTES`: a bound on the disk they hold.
+- A crash part-way leaves nothing behind for good: `retire`'s private name is in
+  ``+kept`` too, and `sweep`, run as the data dir is opened (before any spool is
+  created), removes every name there that is not a file ready for `take` — a
+  ``.retiring`` file of a retire cut short, a kept file that also has another
+  name (a rename a power cut left durable at both names), the files past `KEEP`.
+  Handed to a new spool, a file with another name would be a live spool's file
+  too [I-FRAG-2]: `take` also checks, and drops such a file.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
+import logging
 import os
 from pathlib import Path
 
-__all__ = ["FREE_SUFFIX", "KEEP", "KEPT_DIR", "MIN_BYTES", "kept_dir", "retire", "take"]
+__all__ = ["FREE_SUFFIX", "KEEP", "KEPT_DIR", "MIN_BYTES", "kept_dir", "retire", "sweep", "take"]
+
+log = logging.getLogger(__name__)
 
 FREE_SUFFIX = ".free"
 KEPT_DIR = "+kept"
@@ -52,20 +61,20 @@ def retire(path: Path) -> None:
     fewer than `KEEP` wait and nobody has it open; else delete it. Blocking."""
     kept = kept_dir(path.parent)
     try:
-        size = path.stat().st_size
+        st = path.stat()
     except FileNotFoundError:
         return
-    if size < MIN_BYTES or len(list(kept.glob(f"*{FREE_SUFFIX}"))) >= KEEP:
+    if st.st_size < MIN_BYTES or len(list(kept.glob(f"*{FREE_SUFFIX}"))) >= KEEP:
         path.unlink(missing_ok=True)
         return
-    private = path.with_suffix(_RETIRING_SUFFIX)
+    kept.mkdir(exist_ok=True)
+    private = kept / f"{st.st_ino}{_RETIRING_SUFFIX}"  # named by its inode: unique among the kept files
     try:
         os.rename(path, private)
     except FileNotFoundError:
         return
-    if _unshared(private):  # named by its inode: unique among the kept files
-        kept.mkdir(exist_ok=True)
-        os.rename(private, kept / f"{private.stat().st_ino}{FREE_SUFFIX}")
+    if _unshared(private):
+        os.rename(private, private.with_suffix(FREE_SUFFIX))
     else:
         private.unlink(missing_ok=True)
 
@@ -77,10 +86,48 @@ def take(directory: Path, path: Path) -> int:
     if path.exists():
         return 0
     for free in sorted(kept_dir(directory).glob(f"*{FREE_SUFFIX}")):
-        with contextlib.suppress(FileNotFoundError):  # another spool took it first
+        try:
             os.rename(free, path)
-            return path.stat().st_size
+        except FileNotFoundError:  # another spool took it first
+            continue
+        st = path.stat()
+        if st.st_nlink == 1:
+            return st.st_size
+        path.unlink()  # another file's too (see `sweep`): two spools never share one
     return 0
+
+
+def sweep(spools: Path) -> int:
+    """Remove what a crash left half-done in ``spools/+kept`` (see the module doc):
+    every name but `KEEP` kept files of one name each. Run before any spool under
+    ``spools`` is created; how many names were removed. Nothing is synced: a
+    removal a power cut undoes is swept again at the next start. Blocking."""
+    kept = spools / KEPT_DIR
+    try:
+        entries = sorted(os.scandir(kept), key=lambda entry: entry.name)
+    except FileNotFoundError:
+        return 0
+    ready = [entry for entry in entries if _ready(entry)]
+    doomed = [entry for entry in entries
+              if entry not in ready[:KEEP] and not entry.is_dir(follow_symlinks=False)]
+    for entry in doomed:
+        try:
+            os.unlink(entry.path)
+        except FileNotFoundError:
+            pass
+        except OSError as err:  # reuse is an optimisation: it must not keep a broker from starting
+            log.warning("spool recycling: cannot remove %s: %s", entry.path, err)
+    if doomed:
+        log.info("spool recycling: removed %d files a crash left in %s", len(doomed), kept)
+    return len(doomed)
+
+
+def _ready(entry: os.DirEntry[str]) -> bool:
+    """Whether ``entry`` is a file as `retire` keeps one: `take` may hand it over."""
+    if not entry.name.endswith(FREE_SUFFIX) or not entry.is_file(follow_symlinks=False):
+        return False
+    st = entry.stat(follow_symlinks=False)
+    return st.st_nlink == 1 and st.st_size >= MIN_BYTES
 
 
 def kept_dir(spool_directory: Path) -> Path:

@@ -38,12 +38,12 @@ if _sync_file_range is not None:
     _sync_file_range.restype = ctypes.c_int
 
 
-def chunks_completed(at: int, size: int) -> tuple[int, int] | None:
+def chunks_completed(at: int, size: int, chunk: int = WRITEBACK_BYTES) -> tuple[int, int] | None:
     """Bytes ``[at, at + size)`` were just written to a file: the span ``(lo, hi)`` of
-    the whole `WRITEBACK_BYTES` chunks they complete, whose write-back may start; or
-    None (no chunk was completed)."""
-    lo = at // WRITEBACK_BYTES * WRITEBACK_BYTES
-    hi = (at + size) // WRITEBACK_BYTES * WRITEBACK_BYTES
+    the whole chunks of ``chunk`` bytes (`WRITEBACK_BYTES` unless a caller tunes it)
+    they complete, whose write-back may start; or None (no chunk was completed)."""
+    lo = at // chunk * chunk
+    hi = (at + size) // chunk * chunk
     return (lo, hi) if hi > lo else None
 
 
