@@ -48,6 +48,7 @@ from herald.fragment.spool import Spool
 from herald.fragment.spool_recovery import RecoveredSpool, recover_spools
 from herald.fragment.stores import Store
 from herald.protocol.errors import HeraldError, Status, ValidationError
+from herald.protocol.fragment import Fragment
 from herald.protocol.journal import JournalSpec
 from herald.protocol.labels import LabelSelector, LabelSet
 
@@ -117,15 +118,20 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         return journal
 
     async def _recover(self) -> None:
-        # The spools are recovered on the default executor while the stores are
+        # The spools are recovered on the default executor while remote stores are
         # listed on their own threads (`FragmentKeeper.list_first`): a store that
         # hangs delays this open by at most OPEN_LISTING_S, and the journal is then
-        # served unlisted (no appends) until a listing answers. The spool directory
-        # is created with the first spool's files, so a journal never written has none.
-        loop = asyncio.get_running_loop()
-        recovering = loop.run_in_executor(None, self._recover_blocking)
-        await self.fragments.list_first()
-        recovered, registers = await recovering
+        # served unlisted (no appends) until a listing answers. Local file stores
+        # are listed on the same trip (a restart opens thousands of journals, issue
+        # 19 §1). The spool directory is created with the first spool's files, so
+        # a journal never written has none.
+        loop, inline = asyncio.get_running_loop(), self.fragments.lists_inline
+        recovering = loop.run_in_executor(None, self._recover_blocking, inline)
+        if not inline:
+            await self.fragments.list_first()
+        recovered, registers, listing = await recovering
+        if listing is not None:
+            self.fragments.take_first_listing(listing)
         for spool in recovered:
             self.index.add_local(spool.fragment, spool.path)
         self._recovered = [Completed(s.fragment, s.path, s.commits_path) for s in recovered]
@@ -134,9 +140,17 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         # Only registers make a new spool write (a commit record carrying them).
         self._spool = await loop.run_in_executor(None, new_spool) if len(registers) else new_spool()
 
-    def _recover_blocking(self) -> tuple[list[RecoveredSpool], LabelSet]:
-        return retry_out_of_descriptors("recovering spools", lambda: recover_spools(
+    def _recover_blocking(self, list_stores: bool
+                          ) -> tuple[list[RecoveredSpool], LabelSet, list[Fragment] | OSError | None]:
+        recovered, registers = retry_out_of_descriptors("recovering spools", lambda: recover_spools(
             self.directory, self.spec.name, self.spec.fragment.compression_codec))
+        listing: list[Fragment] | OSError | None = None
+        if list_stores:
+            try:
+                listing = self.fragments.list_stores_blocking()
+            except OSError as err:
+                listing = err
+        return recovered, registers, listing
 
     def persist_recovered(self) -> None:
         """Hand the spools recovered at open to the persister (once; non-blocking)."""
