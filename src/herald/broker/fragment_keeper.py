@@ -16,6 +16,7 @@ A broker serves thousands of journals, most of them idle (issue 19 §1).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -30,7 +31,8 @@ from herald.fragment.health import health_of
 from herald.fragment.index import Index
 from herald.fragment.persister import lower_thread_priority, persist
 from herald.fragment.spool_recycling import retire
-from herald.fragment.stores import Store, list_fragments
+from herald.fragment.stores import FileStore, Store, list_fragments
+from herald.protocol.errors import HeraldError, Status
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import JournalSpec
 
@@ -55,6 +57,17 @@ REFRESH_JITTER = 0.25  # each listing is due after refresh_interval × (1 ± thi
 # A read below the write head that the index cannot place lists the stores at once,
 # but at most this often per journal: readers hammering a hole share listings.
 READ_MISS_LISTING_S = 0.2
+# A journal's open waits this long for its first listing; past it the journal is
+# served unlisted (appends and reads below its head refused, naming the store) while
+# the listing goes on, retried with PERSIST_RETRY_S back-off: a store that accepts
+# connections and never answers (S3's read timeout is 60 s) held the broker's whole
+# resolver pass, and every other journal's role change with it.
+OPEN_LISTING_S = 3.0
+# Listings run on threads of their own, per set of stores: a hanging store's
+# listings occupy its own threads, not the default executor that opens journals,
+# nor another store's listings.
+LIST_THREADS_PER_STORE = 4
+_list_executors: dict[tuple[str, ...], ThreadPoolExecutor] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +113,11 @@ class FragmentKeeper:
         self._listed_now_at = float("-inf")  # when the last one finished (loop time)
         # Set by a failed upload, cleared by a good one; made with the persister.
         self.store_failing: asyncio.Event | None = None
+        # Whether a listing ever succeeded: until then the persisted head is unknown,
+        # so the journal takes no append (gazette-facts §8.2: the first index refresh).
+        self.listed = not journal.stores
+        self._first_answer = asyncio.Event()  # the first listing succeeded or failed
+        self._listing_error = "listing not answered yet"
 
     def hand_over(self, completed: Completed) -> None:
         """Queue a rolled spool for persisting, starting the persister on first use
@@ -153,8 +171,56 @@ class FragmentKeeper:
                                               "fragment": fragment.content_name, "store": fragment.store})
 
     async def list_stores(self) -> list[Fragment]:
-        """Every fragment the journal's stores hold (in the executor)."""
-        return await asyncio.get_running_loop().run_in_executor(None, self.list_stores_blocking)
+        """Every fragment the journal's stores hold (on the stores' listing threads)."""
+        return await asyncio.get_running_loop().run_in_executor(_list_executor(self.journal.stores),
+                                                                self.list_stores_blocking)
+
+    @property
+    def lists_inline(self) -> bool:
+        """Whether the open lists on its spool-recovery trip, as it did before lists
+        were bounded: every store is a local `FileStore`, which answers at disk speed
+        (one executor hop less per journal, measurable in a restart of thousands)."""
+        return not self.listed and all(isinstance(store, FileStore) for store in self.journal.stores)
+
+    def take_first_listing(self, listing: list[Fragment] | OSError) -> None:
+        """The listing made inline at open (see `lists_inline`); a failed one is retried."""
+        if isinstance(listing, OSError):
+            self._listing_error = f"listing failed: {listing}"
+            log.warning("store listing failed at open (retrying): %s", listing,
+                        extra={"journal": self.journal.spec.name})
+            self._refreshing.start_soon(self._list_until_listed(), "first-listing")
+        else:
+            self.journal.index.replace_remote(listing)
+            self.listed = True
+
+    async def list_first(self, timeout_s: float = OPEN_LISTING_S) -> None:
+        """Start listing until a listing succeeds (back-off between failures) and
+        wait for the first answer at most ``timeout_s``: the open of a journal whose
+        store fails or hangs goes on, the journal served unlisted until a listing
+        succeeds (see `unlisted_error`)."""
+        if self.listed:
+            return
+        self._refreshing.start_soon(self._list_until_listed(), "first-listing")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._first_answer.wait(), timeout_s)
+
+    async def _list_until_listed(self) -> None:
+        attempt = 0
+        while not self.listed:
+            await self._list_into_index()
+            self._first_answer.set()
+            if not self.listed:
+                await asyncio.sleep(PERSIST_RETRY_S[min(attempt, len(PERSIST_RETRY_S) - 1)])  # wait-ok: back-off
+                attempt += 1
+
+    def unlisted_error(self) -> HeraldError:
+        """FRAGMENT_STORE_UNHEALTHY (503, retryable) for a journal never listed: a
+        primary must not append before it knows the persisted head, nor a read
+        below it be answered from a partial index."""
+        stores = ", ".join(s.url for s in self.journal.stores)
+        return HeraldError(Status.FRAGMENT_STORE_UNHEALTHY,
+                           f"{self.journal.spec.name}: its fragment store {stores} has not been listed yet "
+                           f"({self._listing_error}); the persisted head is unknown until it is, retry")
 
     def list_stores_blocking(self) -> list[Fragment]:
         """`list_stores`, blocking: for callers already on an executor thread."""
@@ -202,9 +268,12 @@ class FragmentKeeper:
         failed listing is logged and leaves the index as it was."""
         try:
             self.journal.index.replace_remote(await self.list_stores())
-            self.journal.wake_readers()
         except OSError as err:
+            self._listing_error = f"listing failed: {err}"
             log.warning("store listing failed: %s", err, extra={"journal": self.journal.spec.name})
+            return
+        self.listed = True
+        self.journal.wake_readers()
 
     def stop_refreshing(self) -> None:
         """No further listings (the journal is closing); one running is stopped with
@@ -281,6 +350,13 @@ class FragmentKeeper:
             self.journal.roll_if_first = True
             self.journal.poke()
         return doomed
+
+
+def _list_executor(stores: list[Store]) -> ThreadPoolExecutor:
+    key = tuple(store.url for store in stores)
+    if key not in _list_executors:
+        _list_executors[key] = ThreadPoolExecutor(LIST_THREADS_PER_STORE, thread_name_prefix="herald-list")
+    return _list_executors[key]
 
 
 def _remove_local_files(done: Completed) -> None:

@@ -118,16 +118,20 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         return journal
 
     async def _recover(self) -> None:
-        # One trip to the executor for the spools and the listing: a restart opens
-        # thousands of journals (issue 19 §1). The spool directory is created with
-        # the first spool's files, so a journal never written has none.
-        loop = asyncio.get_running_loop()
-        recovered, registers, listing = await loop.run_in_executor(None, self._recover_blocking)
-        if isinstance(listing, OSError):  # a store that is down must not keep the broker from starting
-            log.warning("journal=%s store listing failed at start (retrying): %s", self.spec.name, listing)
-            self.fragments.refresh_soon()
-        else:
-            self.index.replace_remote(listing)
+        # The spools are recovered on the default executor while remote stores are
+        # listed on their own threads (`FragmentKeeper.list_first`): a store that
+        # hangs delays this open by at most OPEN_LISTING_S, and the journal is then
+        # served unlisted (no appends) until a listing answers. Local file stores
+        # are listed on the same trip (a restart opens thousands of journals, issue
+        # 19 §1). The spool directory is created with the first spool's files, so
+        # a journal never written has none.
+        loop, inline = asyncio.get_running_loop(), self.fragments.lists_inline
+        recovering = loop.run_in_executor(None, self._recover_blocking, inline)
+        if not inline:
+            await self.fragments.list_first()
+        recovered, registers, listing = await recovering
+        if listing is not None:
+            self.fragments.take_first_listing(listing)
         for spool in recovered:
             self.index.add_local(spool.fragment, spool.path)
         self._recovered = [Completed(s.fragment, s.path, s.commits_path) for s in recovered]
@@ -136,13 +140,16 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         # Only registers make a new spool write (a commit record carrying them).
         self._spool = await loop.run_in_executor(None, new_spool) if len(registers) else new_spool()
 
-    def _recover_blocking(self) -> tuple[list[RecoveredSpool], LabelSet, list[Fragment] | OSError]:
+    def _recover_blocking(self, list_stores: bool
+                          ) -> tuple[list[RecoveredSpool], LabelSet, list[Fragment] | OSError | None]:
         recovered, registers = retry_out_of_descriptors("recovering spools", lambda: recover_spools(
             self.directory, self.spec.name, self.spec.fragment.compression_codec))
-        try:
-            listing: list[Fragment] | OSError = self.fragments.list_stores_blocking()
-        except OSError as err:
-            listing = err
+        listing: list[Fragment] | OSError | None = None
+        if list_stores:
+            try:
+                listing = self.fragments.list_stores_blocking()
+            except OSError as err:
+                listing = err
         return recovered, registers, listing
 
     def persist_recovered(self) -> None:
@@ -264,6 +271,8 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         if not self.is_primary:
             raise HeraldError(Status.NOT_JOURNAL_PRIMARY_BROKER,
                               f"this broker is not the primary of {self.spec.name}")
+        if not self.fragments.listed:  # the persisted head is unknown (gazette-facts §8.2)
+            raise self.fragments.unlisted_error()
 
     def _first_store_health(self) -> StoreHealth:
         """The first store's health checker, looked up once per store rather than per
@@ -283,7 +292,7 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         if (self._closing or not self.is_primary or self.pipeline is not None
                 or (queue is not None and not queue.idle) or self._inflight or not self._lease_ok()
                 or peerset_is_short(self) or (self.stores and not self._first_store_health().is_healthy)
-                or not self._spool_lock.try_acquire()):
+                or not self.fragments.listed or not self._spool_lock.try_acquire()):
             return None
         try:
             self._maybe_roll(time.time())

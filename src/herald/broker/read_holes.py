@@ -37,8 +37,13 @@ HOLE_RETRY_S = 1.0  # a blocking read in a hole lists again this often (rate-lim
 
 
 async def locate_or_list(journal: Journal, offset: int) -> Located | None:
-    """`Journal.locate`, listing the stores first when ``offset`` is in a hole."""
+    """`Journal.locate`, listing the stores first when ``offset`` is in a hole;
+    FRAGMENT_STORE_UNHEALTHY naming the store if it was never listed."""
     located = journal.locate(offset)
+    if located is None and not journal.fragments.listed:
+        # Its store was never listed (it fails or hangs): the index, and so the head,
+        # are unknown, and listing again would wait on the same store.
+        raise journal.fragments.unlisted_error()
     if located is None and offset < journal.write_head:
         await journal.fragments.refresh_now()
         located = journal.locate(offset)

@@ -191,5 +191,5 @@ async def serve(settings: BrokerSettings, ready=print) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     ready(f"herald broker listening on {endpoint}")
-    await stop.wait()  # a lost etcd lease is healed in-process (Broker._keep_lease)
+    await stop.wait()  # a lost etcd lease is healed in-process (herald.broker.membership.keep_lease)
     await stop_within_deadline(broker)

@@ -17,20 +17,21 @@ import asyncio
 import logging
 import secrets
 import ssl
+from functools import partial
 
-import aetcd.exceptions
 import aiohttp
 from aiohttp import web
 
 from herald.auth import AuthKeys, Capability
 from herald.broker.authz import PeerTokens
-from herald.broker.backoff import RetryPacer
 from herald.broker.change_signal import ChangeSignal
 from herald.broker.datadir import DataDirLock
 from herald.broker.front import FrontSite
 from herald.broker.journal import Journal
+from herald.broker.journal_tasks import JournalTasks
 from herald.broker.limits import runner_limits
 from herald.broker.listener import listen, tls_contexts
+from herald.broker.membership import keep_lease
 from herald.broker.ratelimit import AppendRates
 from herald.broker.replication import Pipeline
 from herald.broker.settings import BrokerSettings
@@ -44,7 +45,6 @@ from herald.protocol.journal import JournalSpec
 log = logging.getLogger(__name__)
 
 ROUTE_WAIT_S = 5.0
-OPEN_BATCH = 64  # journals opened at once by sync_journals
 
 
 class Broker:
@@ -60,14 +60,14 @@ class Broker:
         self.session: aiohttp.ClientSession | None = None
         self.peer_tls: ssl.SSLContext | None = None
         self._stores: dict[str, Store] = {}
-        self._sync_lock = asyncio.Lock()
+        self._journal_tasks = JournalTasks()  # opens and closes under way (see sync_journals)
         self._keyspace_changes = ChangeSignal()
         self._tasks: list[asyncio.Task] = []
         self._runner: web.AppRunner | None = None
         self._data_dir_lock = DataDirLock(settings.data_dir)
         self.append_rates = AppendRates(settings.max_append_rate)
         # False while our etcd lease may have expired: no journal may act as primary.
-        self._lease_valid = True
+        self.lease_valid = True
         self._started = False  # serving: journals opened from now on persist at once
         self.auth_keys = AuthKeys.parse(settings.auth_keys, "--auth-keys") if settings.auth_keys else None
         self._proxy_tokens = PeerTokens(self.auth_keys, str(self.member_id)) if self.auth_keys else None
@@ -84,7 +84,7 @@ class Broker:
         our monotonic clock, so it turns false the moment a pause outlives the lease."""
         if not self.is_cluster:
             return True
-        return self._lease_valid and asyncio.get_running_loop().time() < self.keyspace.lease_valid_until
+        return self.lease_valid and asyncio.get_running_loop().time() < self.keyspace.lease_valid_until
 
     def peer_headers(self, capability: int, journal: str) -> dict[str, str]:
         """This broker's own credentials for a peer request about ``journal``: a
@@ -138,51 +138,83 @@ class Broker:
             return Route((self.member_id,), 0, (self.endpoint,))
         return self.keyspace.route(name)
 
-    async def sync_journals(self) -> None:
-        """Serve exactly the journals assigned here, each in its current role."""
-        async with self._sync_lock:
-            entries = self.keyspace.entries()
-            assigned = [(name, entry, route) for name, entry in entries.items()
-                        if self.member_id in (route := self.route(name)).members]
-            # Opened concurrently, a bounded batch at a time: each open waits on disk
-            # and store listings in the executor, so one at a time would make a
-            # restart with 10,000 journals take minutes (issue 19 §1).
-            for i in range(0, len(assigned), OPEN_BATCH):
-                await asyncio.gather(*(self._serve_or_log(*a) for a in assigned[i:i + OPEN_BATCH]))
-            for name in [n for n in self.journals
-                         if n not in entries or self.member_id not in self.route(n).members]:
-                journal = self.journals.pop(name)
-                self.append_rates.forget(name)
-                await journal.close()
-                log.info("stopped serving journal", extra={"journal": name})
+    async def sync_journals(self, wait: bool = True) -> None:
+        """Serve exactly the journals assigned here, each in its current role.
 
-    async def _serve_or_log(self, name: str, entry: Entry, route: Route) -> None:
-        """Serve one journal; a journal that cannot be served (its store will not open,
-        its spool directory is unusable) is logged and skipped, never allowed to stop
-        the broker or the other journals [I-RESTART-1]."""
+        Roles are set at once; opening and closing journals are tasks of their own,
+        never awaited by the pass: a journal whose open waited on a store that
+        accepts and never answers held the whole pass, and with it every other
+        journal's fail-over and every new journal. With ``wait``, return once the
+        journals being opened are open (bounded: an open waits at most
+        `fragment_keeper.OPEN_LISTING_S` for its store listing)."""
+        opening = self._resolve()
+        if wait and opening:
+            await asyncio.wait(opening)
+
+    def _resolve(self) -> list[asyncio.Task]:
+        """One pass over the keyspace: set each served journal's spec and role, start
+        opening those newly assigned here and closing those no longer; the opens."""
+        entries, opening = self.keyspace.entries(), []
+        for name, entry in entries.items():
+            route = self.route(name)
+            if self.member_id not in route.members:
+                continue
+            journal = self.journals.get(name)
+            if journal is None:
+                opening.append(self._journal_tasks.open(name, partial(self._open, name)))
+            else:
+                self._update(journal, entry, route)
+        for name in [n for n in self.journals
+                     if n not in entries or self.member_id not in self.route(n).members]:
+            self._start_close(name)
+        return opening
+
+    async def _open(self, name: str) -> None:
+        """Open ``name``, then give it the role the keyspace holds *now*; a journal
+        that cannot be served (its store will not open, its spool directory is
+        unusable) is logged and skipped, never allowed to stop the broker or the
+        other journals [I-RESTART-1]."""
+        entry = self.keyspace.get(name)
+        if entry is None or self.member_id not in self.route(name).members or self.stopping.is_set():
+            return
         try:
-            await self._serve(name, entry, route)
+            journal = await Journal.open(entry.spec, self.settings.data_dir, self.stores_for(entry.spec),
+                                         lease_ok=self.may_acknowledge, persist_recovered=self._started,
+                                         commit_log=self._data_dir_lock.commit_log)
         except (HeraldError, OSError, ValueError) as err:
             message = err.message if isinstance(err, HeraldError) else str(err)
             log.error("cannot serve journal (retried at the next keyspace change): %s", message,
                       extra={"journal": name})
+            return
+        self.journals[name] = journal
+        if self._started:  # opened while start() handed the recovered spools over: hand its own
+            journal.persist_recovered()
+        log.info("serving journal", extra={"journal": name, "write_head": journal.write_head,
+                                           "listed": journal.fragments.listed})
+        entry, route = self.keyspace.get(name), self.route(name)
+        if entry is None or self.member_id not in route.members:
+            self._start_close(name)  # unassigned while it opened
+        else:
+            self._update(journal, entry, route)
 
-    async def _serve(self, name: str, entry: Entry, route: Route) -> None:
-        journal = self.journals.get(name)
-        stores = self.stores_for(entry.spec)
-        if journal is None:
-            journal = self.journals[name] = await Journal.open(entry.spec, self.settings.data_dir, stores,
-                                                               lease_ok=self.may_acknowledge,
-                                                               persist_recovered=self._started,
-                                                               commit_log=self._data_dir_lock.commit_log)
-            log.info("serving journal", extra={"journal": name, "write_head": journal.write_head})
-        elif journal.spec != entry.spec:
-            journal.update_spec(entry.spec, stores)
+    def _update(self, journal: Journal, entry: Entry, route: Route) -> None:
+        """The spec and role the keyspace holds; a spec whose store will not open is
+        logged and retried at the next keyspace change."""
+        try:
+            if journal.spec != entry.spec:
+                journal.update_spec(entry.spec, self.stores_for(entry.spec))
+        except HeraldError as err:
+            log.error("cannot serve journal: %s", err.message, extra={"journal": entry.spec.name})
+            return
         self._set_role(journal, route)
+
+    def _start_close(self, name: str) -> None:
+        self.append_rates.forget(name)
+        self._journal_tasks.close(name, self.journals.pop(name))
 
     def _set_role(self, journal: Journal, route: Route) -> None:
         """Primary or replica; a primary whose peerset changed gets a fresh pipeline."""
-        if route.primary_member != self.member_id or not self._lease_valid:
+        if route.primary_member != self.member_id or not self.lease_valid:
             journal.demote()
             return
         peers = [e for m, e in zip(route.members, route.endpoints) if m != self.member_id]
@@ -312,55 +344,22 @@ class Broker:
         self.keyspace.on_change(lambda _rev: self._signal_keyspace_change())
         allocator = Allocator(self.keyspace, self.member_id)
         first_change = self.next_keyspace_change()  # taken before start() reads the keyspace
-        self._tasks = [asyncio.create_task(self._keep_lease(ttl), name="lease-keepalive"),
+        self._tasks = [asyncio.create_task(keep_lease(self, ttl), name="lease-keepalive"),
                        asyncio.create_task(allocator.run(), name="allocator"),
                        asyncio.create_task(self._follow_keyspace(first_change), name="resolver")]
         log.info("joined cluster etcd=%s member=%s", self.settings.etcd, self.member_id)
 
-    async def _keep_lease(self, ttl_s: int) -> None:
-        """Keep our lease; when it may have expired, stop acknowledging appends at
-        once (demote every journal) and re-join — with the same lease if etcd still
-        holds it, else a new one — retrying etcd with back-off. Never exits: an etcd
-        outage or a paused broker heals without a supervisor."""
-        while not self.stopping.is_set():
-            await self.keyspace.keep_alive(ttl_s)
-            self._lease_valid = False
-            for journal in self.journals.values():
-                journal.demote()
-            log.warning("lease of %s may have expired: appends refused until the broker re-joins",
-                        self.member_id)
-            await self._rejoin(ttl_s)
-
-    async def _rejoin(self, ttl_s: int) -> None:
-        loop, pacer = asyncio.get_running_loop(), RetryPacer(initial_s=0.5, max_s=5.0)
-        while not self.stopping.is_set():
-            try:
-                if await self.keyspace.lease_alive():
-                    log.info("etcd still holds the lease of %s: resuming", self.member_id)
-                else:
-                    await self.keyspace.announce(Member(self.member_id, self.endpoint), ttl_s)
-                    log.info("re-joined the cluster as %s with a new lease", self.member_id)
-                self._lease_valid = True
-                await self.sync_journals()  # roles from the routes etcd holds now
-                return
-            except (aetcd.exceptions.ClientError, TimeoutError, OSError) as err:
-                if warning := pacer.failed(loop.time()):
-                    log.warning("etcd unreachable while re-joining (%s): %s", warning, type(err).__name__)
-                await asyncio.sleep(pacer.wait_s(loop.time()))
-
     async def _follow_keyspace(self, changed: asyncio.Event) -> None:
         """Re-resolve the journals at every keyspace change. The next change's event
-        is taken *before* each pass reads the keyspace: a change that lands while
-        a pass awaits (a journal opening, another closing) wakes the next pass.
-        Waiting on a fresh event after the pass lost such a change until some other
-        write came: a primary kept a two-broker pipeline for a minute after its
+        is taken *before* each pass reads the keyspace, so no change is lost between
+        two passes: a primary once kept a two-broker pipeline for a minute after its
         third replica was assigned back (test_cluster_resolver)."""
         while not self.stopping.is_set():
             await changed.wait()
             await asyncio.sleep(0.02)  # one re-resolve for a burst of watch events
             changed = self.next_keyspace_change()
             try:
-                await self.sync_journals()
+                await self.sync_journals(wait=False)
             except Exception:  # process edge: keep following the keyspace
                 log.exception("re-resolving journals failed; retrying on the next change")
                 self._signal_keyspace_change()
@@ -377,6 +376,8 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        # Opens end within OPEN_LISTING_S (they then see ``stopping``); closes are bounded.
+        await self._journal_tasks.wait_all()
         # Concurrently: each close may wait for its persister's bounded drain.
         await asyncio.gather(*(journal.close() for journal in list(self.journals.values())))
         if self.is_cluster:

@@ -1,4 +1,4 @@
-"""The cluster keyspace: specs, members and assignments in etcd (the one aetcd adapter).
+"""The cluster keyspace: specs, members and assignments in etcd (aetcd; the watch in `etcd_watch`).
 
 A broker keeps an in-memory mirror of everything under ``--etcd.prefix``: loaded
 with one range read, then kept current by a watch from the next revision. Views
@@ -24,8 +24,10 @@ from dataclasses import dataclass
 
 import aetcd
 import orjson
+from aetcd import rpc
 
 from herald.keyspace.base import Change, Entry, check_expectations
+from herald.keyspace.etcd_watch import Compacted, watch_revisions
 from herald.keyspace.routes import Assignment, Member, MemberId, Route, route_of
 from herald.protocol.errors import HeraldError, Status, ValidationError
 from herald.protocol.journal import JournalSpec
@@ -35,6 +37,7 @@ log = logging.getLogger(__name__)
 MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
 REVOKE_TIMEOUT_S = 2.0
 ANNOUNCE_RETRY_S = 0.5
+WATCH_RETRY_S = 0.5  # between attempts to re-open a broken watch
 PEER_SECRET_KEY = "peer-secret"
 PEER_SECRET_BYTES = 32
 
@@ -66,11 +69,17 @@ class EtcdKeySpace:
 
     async def start(self) -> None:
         """Load the prefix and start watching it. Blocks until loaded."""
+        await self._load()
+        self._watch_task = asyncio.create_task(self._watch(), name="etcd-watch")
+
+    async def _load(self) -> None:
+        """Replace the mirror with one range read of the prefix (at start, and when
+        etcd compacted the history a broken watch would resume from)."""
         result = await self.client.get_prefix(self._key("").encode())
+        self._kv = {}
         for kv in result:
             self._store(kv.key.decode(), kv)
-        self.revision = result.header.revision
-        self._watch_task = asyncio.create_task(self._watch(), name="etcd-watch")
+        self._advance(result.header.revision)
 
     async def close(self) -> None:
         if self._watch_task:
@@ -85,31 +94,47 @@ class EtcdKeySpace:
         self._kv[key] = KeyValue(bytes(kv.value), kv.create_revision, kv.mod_revision, kv.lease)
 
     async def _watch(self) -> None:
+        """Follow the prefix from the last revision applied whole, for ever: a broken
+        stream resumes at exactly ``self.revision + 1`` (a revision is applied all at
+        once, so none is ever half-seen), a compacted history reloads the prefix."""
         while True:
             try:
                 await self._watch_from(self.revision + 1)
             except asyncio.CancelledError:
                 raise
+            except Compacted as err:
+                log.warning("etcd watch resumed past compacted history (%s); reloading %s", err, self.prefix)
+                await self._reload_or_wait()
             except Exception as err:  # noqa: BLE001 — edge: the etcd connection; re-watch from our revision
                 log.warning("etcd watch broke (%s); resuming at revision %d", err, self.revision + 1)
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(WATCH_RETRY_S)  # wait-ok: back-off before reconnecting
+
+    async def _reload_or_wait(self) -> None:
+        try:
+            await self._load()
+        except (aetcd.exceptions.ClientError, OSError) as err:
+            log.warning("reloading %s from etcd failed (%s); retrying", self.prefix, err)
+            await asyncio.sleep(WATCH_RETRY_S)  # wait-ok: back-off before retrying etcd
 
     async def _watch_from(self, start_revision: int) -> None:
-        watch = await self.client.watch_prefix(self._key("").encode(), start_revision=start_revision)
-        async for event in watch:
-            key = event.kv.key.decode()
-            if event.kind == aetcd.EventKind.DELETE:
-                self._kv.pop(key, None)
-            else:
-                self._store(key, event.kv)
-            self._advance(event.kv.mod_revision)
+        async for revision, events in watch_revisions(self.client, self._key("").encode(), start_revision):
+            for event in events:
+                key = event.kv.key.decode()
+                if event.type == rpc.Event.DELETE:
+                    self._kv.pop(key, None)
+                else:
+                    self._store(key, event.kv)
+            self._advance(revision)  # only now: observers and waiters see the whole revision
 
     def _advance(self, revision: int) -> None:
         if revision <= self.revision:
             return
         self.revision = revision
         for observer in self._observers:
-            observer(revision)
+            try:
+                observer(revision)
+            except Exception:  # an observer's bug must not break the watch (and lose the revision)
+                log.exception("keyspace observer failed at revision %d", revision)
         ready = [w for w in self._revision_waiters if w[0] <= revision]
         self._revision_waiters = [w for w in self._revision_waiters if w[0] > revision]
         for _, future in ready:

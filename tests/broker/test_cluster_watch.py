@@ -1,0 +1,189 @@
+"""The broker's etcd mirror applies each etcd revision whole, and its watch resumes
+exactly (real etcd; the mirror is `EtcdKeySpace`, the one brokers run).
+
+One etcd transaction is one revision of several events. The mirror used to
+advance its revision — waking observers (the resolver, the allocator) and
+``wait_for_revision`` — at the first event of a revision, so they could read a
+half-applied transaction; and a watch that broke between those events resumed at
+``revision + 1``, losing the rest for good. A watch that came back after etcd had
+compacted the history it asked for retried that revision for ever: the mirror, and
+so every route the broker knew, froze.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+
+import aetcd
+import httpx
+import pytest
+
+from herald.keyspace.etcd import EtcdKeySpace
+from herald.testing.etcd import EtcdProcess
+
+pytestmark = pytest.mark.slow
+KEYS = [f"items/watch/k{i}" for i in range(5)]
+
+
+class CuttableProxy:
+    """A TCP proxy to etcd whose connections the test can cut: `cut` closes every
+    connection and refuses new ones until `restore` (a network partition between
+    one broker and etcd, while etcd itself keeps serving the others)."""
+
+    def __init__(self, target_port: int) -> None:
+        self._target = ("127.0.0.1", target_port)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._open, self._lock, self._socks = threading.Event(), threading.Lock(), []
+        self._open.set()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if not self._open.is_set():
+                client.close()
+                continue
+            upstream = socket.create_connection(self._target)
+            with self._lock:
+                self._socks += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self) -> None:
+        self._open.clear()
+        with self._lock:
+            socks, self._socks = self._socks, []
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def restore(self) -> None:
+        self._open.set()
+
+    def close(self) -> None:
+        self.cut()
+        self._listener.close()
+
+
+@pytest.fixture
+def own_etcd(tmp_path):
+    """An etcd of this test's own: compacting it must not touch other tests' history."""
+    proc = EtcdProcess(tmp_path / "etcd").start()
+    yield proc
+    proc.stop()
+
+
+async def _put_all(etcd_url: str, prefix: str, value: bytes, keys: list[str] = KEYS) -> int:
+    """Write every key of ``keys`` in one transaction (one revision); its revision."""
+    host, port = etcd_url.removeprefix("http://").split(":")
+    async with aetcd.Client(host=host, port=int(port)) as client:
+        tx = client.transactions
+        ok, responses = await client.transaction(
+            compare=[], success=[tx.put(f"{prefix}/{k}".encode(), value) for k in keys], failure=[])
+        assert ok
+        return responses[0].response_put.header.revision
+
+
+def _mirrored(keyspace: EtcdKeySpace, value: bytes) -> list[str]:
+    return [k for k in KEYS if (kv := keyspace._kv.get(keyspace._key(k))) is not None and kv.value == value]
+
+
+def test_observers_and_revision_waiters_see_a_transaction_whole(etcd):
+    async def run() -> None:
+        keyspace = EtcdKeySpace(etcd.url, "/herald/test/watch-whole")
+        await keyspace.start()
+        seen: list[tuple[int, int]] = []
+        keyspace.on_change(lambda rev: seen.append((rev, len(_mirrored(keyspace, b"v1")))))
+        try:
+            revision = await _put_all(etcd.url, keyspace.prefix, b"v1")
+            await keyspace.wait_for_revision(revision)
+            assert _mirrored(keyspace, b"v1") == KEYS
+            assert seen == [(revision, len(KEYS))], "an observer saw a half-applied transaction"
+        finally:
+            await keyspace.close()
+    asyncio.run(run())
+
+
+def test_a_watch_broken_inside_a_revision_loses_none_of_it(etcd):
+    """An observer failing at a revision's first event broke the watch there: the
+    mirror resumed at the next revision without the rest of the transaction."""
+    async def run() -> None:
+        keyspace = EtcdKeySpace(etcd.url, "/herald/test/watch-broken")
+        await keyspace.start()
+        failed = asyncio.Event()
+
+        def fail_once(_revision: int) -> None:
+            if not failed.is_set():
+                failed.set()
+                raise RuntimeError("observer failed")
+        keyspace.on_change(fail_once)
+        try:
+            revision = await _put_all(etcd.url, keyspace.prefix, b"v1")
+            await failed.wait()
+            marker = await _put_all(etcd.url, keyspace.prefix, b"v1", ["items/watch/marker"])
+            await keyspace.wait_for_revision(marker)
+            assert revision < marker
+            assert _mirrored(keyspace, b"v1") == KEYS, "the rest of the broken revision was lost"
+        finally:
+            await keyspace.close()
+    asyncio.run(run())
+
+
+def _compact(etcd: EtcdProcess, revision: int) -> None:
+    resp = httpx.post(f"{etcd.url}/v3/kv/compaction", json={"revision": str(revision), "physical": True},
+                      timeout=10)
+    assert resp.status_code == 200, resp.text
+
+
+@pytest.mark.parametrize("compacted", [False, True], ids=["resumed", "compacted"])
+def test_a_cut_watch_catches_up_with_the_transactions_it_missed(own_etcd, compacted, caplog):
+    """Cut from etcd while a multi-key transaction lands, the mirror comes back to
+    exactly etcd's state: by resuming at its revision + 1, or, when etcd compacted
+    that history meanwhile, by reloading the prefix."""
+    proxy = CuttableProxy(own_etcd.client_port)
+
+    async def run() -> None:
+        keyspace = EtcdKeySpace(proxy.url, "/herald/test/watch-cut")
+        await keyspace.start()
+        await keyspace.wait_for_revision(await _put_all(own_etcd.url, keyspace.prefix, b"v1"))
+        revisions: list[int] = []
+        keyspace.on_change(revisions.append)
+        try:
+            proxy.cut()
+            revision = await _put_all(own_etcd.url, keyspace.prefix, b"v2")
+            marker = await _put_all(own_etcd.url, keyspace.prefix, b"m", ["items/watch/marker"])
+            if compacted:  # past the revision the watch resumes from
+                _compact(own_etcd, marker)
+            proxy.restore()
+            await keyspace.wait_for_revision(marker, timeout_s=30)
+            assert _mirrored(keyspace, b"v2") == KEYS
+            assert revisions == ([marker] if compacted else [revision, marker])
+            assert "etcd watch broke" in caplog.text  # the cut did break the stream
+        finally:
+            await keyspace.close()
+    try:
+        asyncio.run(run())
+    finally:
+        proxy.close()
