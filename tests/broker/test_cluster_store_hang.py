@@ -14,6 +14,7 @@ and the listing is retried with back-off.
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 
@@ -58,6 +59,16 @@ def test_a_hanging_store_delays_no_other_journal_on_the_broker(etcd, broker_fact
     assert read.status_code == 503 and held_store.url in read.json()["message"], read.text
     applied_a.join(LEASE_S)
     assert not applied_a.is_alive(), "the apply of the held journal never returned"
+
+    # A listing still held by the store keeps no broker from stopping (and so from
+    # restarting): its thread is abandoned, not joined at exit.
+    stopping = time.monotonic()
+    try:
+        code = broker.terminate(timeout_s=LEASE_S)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the broker did not stop within {LEASE_S}s of SIGTERM: a held listing "
+                             "kept it running") from None
+    assert code == 0 and time.monotonic() - stopping < LEASE_S
 
 
 def _apply_quietly(url: str, spec: dict) -> None:

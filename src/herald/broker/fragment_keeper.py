@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from herald.broker.loop_threads import LoopThreads
 from herald.broker.metrics import METRICS
 from herald.broker.tasks import TaskSet
 from herald.fragment.health import health_of
@@ -65,9 +66,11 @@ READ_MISS_LISTING_S = 0.2
 OPEN_LISTING_S = 3.0
 # Listings run on threads of their own, per set of stores: a hanging store's
 # listings occupy its own threads, not the default executor that opens journals,
-# nor another store's listings.
+# nor another store's listings. They are daemon threads (`LoopThreads`), abandoned
+# at exit: a listing a store holds must not keep the broker from stopping, and so
+# from restarting (a `concurrent.futures` pool's threads are joined at exit).
 LIST_THREADS_PER_STORE = 4
-_list_executors: dict[tuple[str, ...], ThreadPoolExecutor] = {}
+_list_threads: dict[tuple[str, ...], LoopThreads] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,8 +175,7 @@ class FragmentKeeper:
 
     async def list_stores(self) -> list[Fragment]:
         """Every fragment the journal's stores hold (on the stores' listing threads)."""
-        return await asyncio.get_running_loop().run_in_executor(_list_executor(self.journal.stores),
-                                                                self.list_stores_blocking)
+        return await _listing_threads(self.journal.stores).call(self.list_stores_blocking)
 
     @property
     def lists_inline(self) -> bool:
@@ -352,11 +354,11 @@ class FragmentKeeper:
         return doomed
 
 
-def _list_executor(stores: list[Store]) -> ThreadPoolExecutor:
+def _listing_threads(stores: list[Store]) -> LoopThreads:
     key = tuple(store.url for store in stores)
-    if key not in _list_executors:
-        _list_executors[key] = ThreadPoolExecutor(LIST_THREADS_PER_STORE, thread_name_prefix="herald-list")
-    return _list_executors[key]
+    if key not in _list_threads:
+        _list_threads[key] = LoopThreads(LIST_THREADS_PER_STORE, "herald-list")
+    return _list_threads[key]
 
 
 def _remove_local_files(done: Completed) -> None:
