@@ -38,6 +38,8 @@ class CuttableProxy:
         self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
         self._open, self._lock, self._socks = threading.Event(), threading.Lock(), []
         self._open.set()
+        self._silenced: set[socket.socket] = set()  # connections whose bytes vanish (half-open)
+        self.accepted = 0
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -52,14 +54,15 @@ class CuttableProxy:
             upstream = socket.create_connection(self._target)
             with self._lock:
                 self._socks += [client, upstream]
+                self.accepted += 1
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):
-                dst.sendall(data)
+                if src not in self._silenced:
+                    dst.sendall(data)
         except OSError:
             pass
         for s in (src, dst):
@@ -78,6 +81,12 @@ class CuttableProxy:
             except OSError:
                 pass
             s.close()
+
+    def silence(self) -> None:
+        """Every open connection goes half-open: still open, no reset, its bytes
+        dropped both ways (a partition that drops packets); new ones work."""
+        with self._lock:
+            self._silenced.update(self._socks)
 
     def restore(self) -> None:
         self._open.set()
@@ -181,6 +190,32 @@ def test_a_cut_watch_catches_up_with_the_transactions_it_missed(own_etcd, compac
             assert _mirrored(keyspace, b"v2") == KEYS
             assert revisions == ([marker] if compacted else [revision, marker])
             assert "etcd watch broke" in caplog.text  # the cut did break the stream
+        finally:
+            await keyspace.close()
+    try:
+        asyncio.run(run())
+    finally:
+        proxy.close()
+
+
+def test_a_half_open_etcd_link_is_noticed_and_the_watch_resumes(own_etcd):
+    """A link that goes silent without a reset (no FIN, no RST: a partition dropping
+    packets) used to leave the watch waiting for ever, the mirror and every route
+    stale; gRPC keepalive on the etcd channel notices it and the watch resumes on a
+    fresh connection."""
+    proxy = CuttableProxy(own_etcd.client_port)
+
+    async def run() -> None:
+        keyspace = EtcdKeySpace(proxy.url, "/herald/test/watch-silent")
+        await keyspace.start()
+        await keyspace.wait_for_revision(await _put_all(own_etcd.url, keyspace.prefix, b"v1"))
+        try:
+            connections = proxy.accepted
+            proxy.silence()
+            revision = await _put_all(own_etcd.url, keyspace.prefix, b"v2")
+            await keyspace.wait_for_revision(revision, timeout_s=60)
+            assert _mirrored(keyspace, b"v2") == KEYS
+            assert proxy.accepted > connections, "the mirror caught up without a new connection"
         finally:
             await keyspace.close()
     try:

@@ -38,6 +38,15 @@ MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
 REVOKE_TIMEOUT_S = 2.0
 ANNOUNCE_RETRY_S = 0.5
 WATCH_RETRY_S = 0.5  # between attempts to re-open a broken watch
+# gRPC keepalive on the etcd channel: a link that goes half-open (a partition that
+# drops packets and sends no reset) otherwise leaves the watch waiting for ever, the
+# mirror and every route stale. Pings every 10 s, dead after 5 s unanswered: the
+# stream fails and the watch resumes (etcd refuses pings more often than its
+# --grpc-keepalive-min-time, 5 s by default; pings need an open stream, the watch).
+# The ping timeout matters as much: a keepalive ping is skipped while another ping
+# (gRPC's bandwidth probe) is outstanding, and that one times out after 60 s.
+GRPC_KEEPALIVE = {"grpc.keepalive_time_ms": 10_000, "grpc.keepalive_timeout_ms": 5_000,
+                  "grpc.http2.ping_timeout_ms": 5_000, "grpc.http2.max_pings_without_data": 0}
 PEER_SECRET_KEY = "peer-secret"
 PEER_SECRET_BYTES = 32
 
@@ -55,7 +64,7 @@ class EtcdKeySpace:
 
     def __init__(self, endpoint: str, prefix: str = "/herald/cluster"):
         host, _, port = endpoint.removeprefix("http://").rstrip("/").partition(":")
-        self.client = aetcd.Client(host=host, port=int(port or 2379))
+        self.client = aetcd.Client(host=host, port=int(port or 2379), options=GRPC_KEEPALIVE)
         self.prefix = prefix.rstrip("/")
         self.revision = 0
         self._kv: dict[str, KeyValue] = {}
