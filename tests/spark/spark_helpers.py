@@ -46,11 +46,12 @@ def herald_read(spark, broker, selector: str, **options):
     return reader.load()
 
 
-def run_stream(spark, broker, selector: str, ck, out, max_bytes: int = 0, **options) -> None:
-    """One availableNow run of a read-committed stream; each micro-batch's rows go
-    to ``out/<batchId>`` (overwritten, so a replayed batch replaces its rows)."""
-    reader = (spark.readStream.format("herald").option("broker", broker.url).option("selector", selector)
-              .option("stateLocation", str(ck)))
+def run_stream(spark, broker, selector: str, ck, out, max_bytes: int = 0, schema: str = "", **options) -> None:
+    """One availableNow run of a read-committed stream (of ``schema``'s columns, if
+    given); each micro-batch's rows go to ``out/<batchId>`` (overwritten, so a
+    replayed batch replaces its rows)."""
+    reader = spark.readStream.format("herald").schema(schema) if schema else spark.readStream.format("herald")
+    reader = reader.option("broker", broker.url).option("selector", selector).option("stateLocation", str(ck))
     if max_bytes:
         reader = reader.option("maxBytesPerTrigger", str(max_bytes))
     for k, v in options.items():

@@ -63,6 +63,9 @@ log = logging.getLogger(__name__)
 BAND_FRACTION = 0.1
 QUERY_NAME = "herald-dedupe"
 PROGRESS_POLL_S = 1.0
+#: The source's columns the query reads (issue 15: the JVM's cost per row of a
+#: Python source grows with the columns it is sent).
+USED_COLUMNS = "journal string, begin long, timestamp timestamp, value binary"
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,14 +139,16 @@ def dedupe_frame(spark: Any, s: DedupeSettings) -> Any:
     from pyspark.sql import functions as F
 
     import herald.spark
-    from herald.spark.fields import COLUMN_PREFIX
+    from herald.spark.fields import COLUMN_PREFIX, fields_schema
 
     herald.spark.register(spark)
     spark.dataSource.register(ControlSource)
     fields = [s.key] + ([s.time_field] if s.time_field and s.time_field != s.key else [])
     # The key and time fields come parsed by the source's Python worker (option
-    # jsonFields: from_json's values, without a second JSON parse in the JVM).
-    src = (spark.readStream.format("herald").option("broker", s.broker).option("selector", s.input)
+    # jsonFields: from_json's values, without a second JSON parse in the JVM), and
+    # only the columns used below are built and sent (herald.spark.projection).
+    schema = f"{USED_COLUMNS}, {fields_schema(fields)}"
+    src = (spark.readStream.format("herald").schema(schema).option("broker", s.broker).option("selector", s.input)
            .option("stateLocation", str(Path(s.checkpoint) / "source")).option("jsonFields", ",".join(fields))
            .option("maxBytesPerTrigger", str(s.max_bytes_per_trigger)).load())
 

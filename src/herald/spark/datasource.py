@@ -68,19 +68,21 @@ class HeraldDataSource(DataSource):
         return schema_with_key(SPARK_SCHEMA, self.options)
 
     def reader(self, schema: object) -> DataSourceReader:
+        from herald.spark.projection import select_columns
         from herald.spark.source import BatchReader
 
         lean_http()
         freeze_imports()  # a read planner: a reused worker, collected after each job (worker_gc)
-        return BatchReader(HeraldOptions.parse(self.options, streaming=False))
+        return BatchReader(select_columns(schema, HeraldOptions.parse(self.options, streaming=False)))
 
     def streamReader(self, schema: object) -> DataSourceStreamReader:
+        from herald.spark.projection import select_columns
         from herald.spark.source import StreamReader
 
         # No freeze: the source runner is a fresh process per query, not a reused
         # worker (no collection after each call), and a first freeze's collection
         # would sit on the query's start-up.
-        opts = HeraldOptions.parse(self.options, streaming=True)
+        opts = select_columns(schema, HeraldOptions.parse(self.options, streaming=True))
         opts.require_state("a streaming read (sequencer snapshots)")
         if any(not url.lower().startswith("http://") for url in opts.brokers):
             lean_http()  # https: its calls go through httpx (http:// ones: herald.client.plain)

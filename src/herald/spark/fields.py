@@ -34,12 +34,11 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from herald.spark.options import parse_json_fields
+from herald.spark.projection import COLUMN_PREFIX
 
 __all__ = ["COLUMN_PREFIX", "field_columns", "field_text", "fields_schema", "line_columns", "parse_json_fields",
            "with_fields"]
 
-#: ``json_<field>``: Herald's own columns (``timestamp``, ``value``, ``key``) never collide.
-COLUMN_PREFIX = "json_"
 _OPEN_BRACE = ord("{")
 # No pyarrow scalars or arrays built at import: pyarrow's first conversion of a Python
 # value imports pandas (0.17-0.33 s), and every stream query's fresh source runner

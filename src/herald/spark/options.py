@@ -182,6 +182,7 @@ class HeraldOptions:
     max_partition_bytes: int = 128 << 20  # Spark's spark.sql.files.maxPartitionBytes default
     security: ClientSecurity = ClientSecurity()
     on_decode_error: OnDecodeError = OnDecodeError.FAIL
+    columns: tuple[str, ...] = ()  # a user schema's columns, in order (() = all: herald.spark.projection)
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> HeraldOptions:

@@ -156,11 +156,13 @@ class BlockScanner:
 
 
 def scan_batches(chunks: Iterable[tuple[int, bytes]], journal: str, framing: NDJSONFraming,
-                 errors: DecodeErrors, block_bytes: int = SCAN_BLOCK_BYTES) -> Iterator[pa.RecordBatch]:
-    """Read-uncommitted NDJSON pieces as Arrow batches, scanned a block at a time."""
+                 errors: DecodeErrors, block_bytes: int = SCAN_BLOCK_BYTES,
+                 columns: frozenset[str] | None = None) -> Iterator[pa.RecordBatch]:
+    """Read-uncommitted NDJSON pieces as Arrow batches of ``columns`` (None: all),
+    scanned a block at a time."""
     scanner = BlockScanner(framing, errors, block_bytes)
     for cols in scanner.scan(chunks):
-        yield columns_batch(journal, cols)
+        yield columns_batch(journal, cols, columns)
     if scanner.buffered:  # pieces end on append boundaries; this is a torn message
         log.warning("journal=%s %d bytes at offset %d end without a newline; skipped",
                     journal, scanner.buffered, scanner.buffered_at)
@@ -250,11 +252,12 @@ def replayer(client: BrokerClient, framing: Framing, errors: DecodeErrors) -> Re
 
 
 def committed_batches(journal: str, blocks: Iterable[Columns], seq: Sequencer, replay: Replay,
-                      include_acks: bool) -> Iterator[pa.RecordBatch]:
+                      include_acks: bool, columns: frozenset[str] | None = None) -> Iterator[pa.RecordBatch]:
     """Read-committed Arrow batches of scanned blocks [I-SEQ-1]: the Sequencer's
     common case in bulk (`sequence_block`; rows taken from the block's columns),
-    envelopes it must decide one by one through a `RowBuffer`, order kept."""
-    rows = RowBuffer(journal)
+    envelopes it must decide one by one through a `RowBuffer`, order kept.
+    Batches of Herald's ``columns`` (None: all); the sequencing sees every UUID."""
+    rows = RowBuffer(journal, columns=columns)
     for cols in blocks:
         whole = None  # The block as one batch, built at its first bulk run.
         for item in sequence_block(journal, cols, seq, replay, include_acks):
@@ -262,7 +265,7 @@ def committed_batches(journal: str, blocks: Iterable[Columns], seq: Sequencer, r
                 if len(item):
                     if (batch := rows.flush()) is not None:
                         yield batch
-                    whole = columns_batch(journal, cols) if whole is None else whole
+                    whole = columns_batch(journal, cols, columns) if whole is None else whole
                     yield select_rows(whole, item)
             elif (batch := rows.add(item.begin, item.end, item.uuid, item.value)) is not None:
                 yield batch

@@ -11,13 +11,14 @@ buffers.
 from __future__ import annotations
 
 import binascii
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
 
 from herald.message.uuid import GREGORIAN_OFFSET_100NS
 
-__all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "RowBuffer", "columns_batch", "select_rows"]
+__all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "RowBuffer", "columns_batch", "select_rows", "subset_schema"]
 
 SPARK_SCHEMA = (
     "journal string, begin long, end long, uuid string, producer string, "
@@ -34,6 +35,7 @@ ARROW_SCHEMA = pa.schema([
     ("timestamp", pa.timestamp("us", tz="UTC")),
     ("value", pa.binary()),
 ])
+_UUID_COLUMNS = ("uuid", "producer", "clock", "flags", "timestamp")
 _ZERO = bytes(16)
 _UUID_DTYPE = np.dtype([("low", ">u4"), ("mid", ">u2"), ("hi", ">u2"), ("seq", ">u2"), ("producer", "V6")])
 
@@ -48,21 +50,38 @@ def _fixed_strings(chars: np.ndarray, valid: np.ndarray) -> pa.Array:
                                        null_count=int(n - valid.sum()))
 
 
-def _uuid_columns(uuids: list[bytes | None]) -> list[pa.Array]:
+def subset_schema(columns: frozenset[str] | None) -> pa.Schema:
+    """`ARROW_SCHEMA`'s fields named in ``columns`` (all of them for None), in its order."""
+    return ARROW_SCHEMA if columns is None else pa.schema([f for f in ARROW_SCHEMA if f.name in columns])
+
+
+def _uuid_columns(uuids: list[bytes | None], schema: pa.Schema) -> dict[str, pa.Array]:
+    if not any(name in schema.names for name in _UUID_COLUMNS):
+        return {}
     n = len(uuids)
     valid = np.fromiter((u is not None for u in uuids), dtype=bool, count=n)
-    return _packed_uuid_columns(b"".join(_ZERO if u is None else u for u in uuids), valid)
+    return _packed_uuid_columns(b"".join(_ZERO if u is None else u for u in uuids), valid, None, schema)
 
 
-def _packed_uuid_columns(packed: bytes, valid: np.ndarray, text: np.ndarray | None = None) -> list[pa.Array]:
-    """uuid, producer, clock, flags, timestamp from ``n`` packed 16-byte UUIDs
-    (``text``, their n × 36 text, if the caller has it already)."""
-    n = len(valid)
-    if text is None:
+def _packed_uuid_columns(packed: bytes, valid: np.ndarray, text: np.ndarray | None,
+                         schema: pa.Schema) -> dict[str, pa.Array]:
+    """Those of uuid, producer, clock, flags, timestamp that ``schema`` names, from
+    ``n`` packed 16-byte UUIDs (``text``, their n × 36 text, if the caller has it
+    already). The text is built only for uuid or producer (issue 15: a query that
+    asks for neither pays for neither, here or in the JVM)."""
+    n, names = len(valid), schema.names
+    out: dict[str, pa.Array] = {}
+    if text is None and ("uuid" in names or "producer" in names):
         hexed = np.frombuffer(binascii.hexlify(packed), dtype=np.uint8).reshape(n, 32)
         text = np.full((n, 36), ord("-"), dtype=np.uint8)
         text[:, 0:8], text[:, 9:13], text[:, 14:18] = hexed[:, 0:8], hexed[:, 8:12], hexed[:, 12:16]
         text[:, 19:23], text[:, 24:36] = hexed[:, 16:20], hexed[:, 20:32]
+    if "uuid" in names:
+        out["uuid"] = _fixed_strings(text, valid)
+    if "producer" in names:
+        out["producer"] = _fixed_strings(text[:, 24:36], valid)
+    if not {"clock", "flags", "timestamp"} & set(names):
+        return out
     f = np.frombuffer(packed, dtype=_UUID_DTYPE)
     ts = f["low"].astype(np.uint64) | (f["mid"].astype(np.uint64) << 32) \
         | ((f["hi"].astype(np.uint64) & 0x0FFF) << 48)
@@ -71,23 +90,33 @@ def _packed_uuid_columns(packed: bytes, valid: np.ndarray, text: np.ndarray | No
     flags = (seq & 0x3FF).astype(np.int32)
     micros = ((ts.astype(np.int64) - GREGORIAN_OFFSET_100NS) // 10)
     mask = None if valid.all() else ~valid
-    return [
-        _fixed_strings(text, valid),
-        _fixed_strings(text[:, 24:36], valid),
-        pa.array(clock.view(np.int64), pa.int64(), mask=mask),
-        pa.array(flags, pa.int32(), mask=mask),
-        pa.array(micros, pa.timestamp("us", tz="UTC"), mask=mask),
-    ]
+    out["clock"] = pa.array(clock.view(np.int64), pa.int64(), mask=mask)
+    out["flags"] = pa.array(flags, pa.int32(), mask=mask)
+    out["timestamp"] = pa.array(micros, pa.timestamp("us", tz="UTC"), mask=mask)
+    return out
+
+
+def _batch(schema: pa.Schema, journal: str, n: int, begins: Callable[[], pa.Array], ends: Callable[[], pa.Array],
+           uuids: Callable[[], dict[str, pa.Array]], values: Callable[[], pa.Array]) -> pa.RecordBatch:
+    """The batch of ``schema``'s columns, each built only if named."""
+    names = schema.names
+    columns = {"journal": (lambda: _repeated(journal, n)) if "journal" in names else None,
+               "begin": begins if "begin" in names else None, "end": ends if "end" in names else None,
+               "value": values if "value" in names else None}
+    built = {name: make() for name, make in columns.items() if make is not None}
+    built.update(uuids())
+    return pa.RecordBatch.from_arrays([built[name] for name in names], schema=schema)
 
 
 class RowBuffer:
     """Collects messages of one journal and yields `pa.RecordBatch` es of
-    ``batch_rows`` rows (the Arrow schema Spark expects, exactly)."""
+    ``batch_rows`` rows (`subset_schema` of ``columns``: Herald's columns the read asks for)."""
 
-    __slots__ = ("journal", "batch_rows", "begins", "ends", "uuids", "values")
+    __slots__ = ("journal", "batch_rows", "begins", "ends", "uuids", "values", "schema")
 
-    def __init__(self, journal: str, batch_rows: int = 65536) -> None:
+    def __init__(self, journal: str, batch_rows: int = 65536, columns: frozenset[str] | None = None) -> None:
         self.journal, self.batch_rows = journal, batch_rows
+        self.schema = subset_schema(columns)
         self.begins: list[int] = []
         self.ends: list[int] = []
         self.uuids: list[bytes | None] = []
@@ -109,15 +138,11 @@ class RowBuffer:
         n = len(self.begins)
         if not n:
             return None
-        columns = [
-            pa.array([self.journal] * n, pa.string()),
-            pa.array(self.begins, pa.int64()),
-            pa.array(self.ends, pa.int64()),
-            *_uuid_columns(self.uuids),
-            pa.array(self.values, pa.binary()),
-        ]
+        begins, ends, uuids, values = self.begins, self.ends, self.uuids, self.values
         self.begins, self.ends, self.uuids, self.values = [], [], [], []
-        return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+        return _batch(self.schema, self.journal, n, lambda: pa.array(begins, pa.int64()),
+                      lambda: pa.array(ends, pa.int64()), lambda: _uuid_columns(uuids, self.schema),
+                      lambda: pa.array(values, pa.binary()))
 
 
 def _repeated(text: str, n: int) -> pa.Array:
@@ -127,19 +152,17 @@ def _repeated(text: str, n: int) -> pa.Array:
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data * n))
 
 
-def columns_batch(journal: str, cols) -> pa.RecordBatch:
-    """A record batch straight from `herald.message.columnar.Columns` (no per-row work)."""
-    n = len(cols)
-    values = pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(cols.offsets),
-                                                         pa.py_buffer(cols.values)])
-    columns = [
-        _repeated(journal, n),
-        pa.array(cols.begins, pa.int64()),
-        pa.array(cols.ends, pa.int64()),
-        *_packed_uuid_columns(np.ascontiguousarray(cols.uuids).tobytes(), cols.has_uuid, cols.text),
-        values,
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+def columns_batch(journal: str, cols, columns: frozenset[str] | None = None) -> pa.RecordBatch:
+    """A record batch straight from `herald.message.columnar.Columns` (no per-row
+    work), of Herald's ``columns`` (all for None: `subset_schema`)."""
+    n, schema = len(cols), subset_schema(columns)
+    has_uuid = any(name in schema.names for name in _UUID_COLUMNS)
+    return _batch(schema, journal, n, lambda: pa.array(cols.begins, pa.int64()),
+                  lambda: pa.array(cols.ends, pa.int64()),
+                  lambda: _packed_uuid_columns(np.ascontiguousarray(cols.uuids).tobytes(), cols.has_uuid, cols.text,
+                                               schema) if has_uuid else {},
+                  lambda: pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(cols.offsets),
+                                                                       pa.py_buffer(cols.values)]))
 
 
 def select_rows(batch: pa.RecordBatch, rows: np.ndarray) -> pa.RecordBatch:

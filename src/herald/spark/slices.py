@@ -36,6 +36,7 @@ from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming
 from herald.message.sequencing import sequence_block
 from herald.spark.options import HeraldOptions
+from herald.spark.projection import built_columns
 from herald.spark.reading import BlockScanner, committed_batches, decode_range, replayer, scan_range
 from herald.spark.rows import RowBuffer, columns_batch
 from herald.spark.state import Snapshot, SnapshotStore
@@ -203,17 +204,18 @@ def _scan_slice(s: StreamSlice, client: BrokerClient, framing: NDJSONFraming, er
     end = s.emit_end
     blocks = scan_range(client, s.journal, scanner, resume, end) if resume < end else iter(())
     if s.opts.committed:
-        yield from committed_batches(s.journal, blocks, seq, replayer(client, framing, errors), s.opts.include_acks)
+        yield from committed_batches(s.journal, blocks, seq, replayer(client, framing, errors), s.opts.include_acks,
+                                     built_columns(s.opts))
     else:
         for cols in blocks:
-            yield columns_batch(s.journal, cols)
+            yield columns_batch(s.journal, cols, built_columns(s.opts))
     return scanner.last_end
 
 
 def _decode_slice(s: StreamSlice, client: BrokerClient, framing: Framing, errors: DecodeErrors,
                   seq: Sequencer, resume: int) -> Generator[pa.RecordBatch, None, int]:
     """Other framings (never split): one `Frame` per message, sequenced one by one."""
-    rows = RowBuffer(s.journal)
+    rows = RowBuffer(s.journal, columns=built_columns(s.opts))
     frames = _Tracked(decode_range(client, s.journal, framing, resume, s.end, errors)
                       if resume < s.end else iter(()))
     if s.opts.committed:

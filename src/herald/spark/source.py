@@ -50,6 +50,7 @@ from herald.spark.offsets import (
     selected_types,
 )
 from herald.spark.options import HeraldOptions
+from herald.spark.projection import built_columns, project
 from herald.spark.reading import (
     BlockScanner,
     Piece,
@@ -168,7 +169,7 @@ class BatchReader(DataSourceReader):
         freeze_imports()
         lean_http()  # an executor's first task: httpcore without trio (herald.spark.datasource)
         opts = partition.value.opts
-        yield from with_keys(self._read_part(partition.value), opts.key_field, opts.json_fields)
+        yield from project(with_keys(self._read_part(partition.value), opts.key_field, opts.json_fields), opts)
 
     def _read_part(self, part: BatchPart) -> Iterator[pa.RecordBatch]:
         if not part.pieces:
@@ -179,7 +180,7 @@ class BatchReader(DataSourceReader):
         if isinstance(framing, NDJSONFraming):  # the bulk path: numpy scan, no object per message
             yield from _scan_pieces(part, framing, errors)
             return
-        rows = RowBuffer(journal)
+        rows = RowBuffer(journal, columns=built_columns(part.opts))
         with part.opts.client() as client:
             frames = (f for piece in part.pieces for f in _piece_frames(client, piece, framing, errors))
             if part.opts.committed:
@@ -222,14 +223,14 @@ def _scan_pieces(part: BatchPart, framing: NDJSONFraming, errors: DecodeErrors) 
             last = len(part.pieces) - 1
             for i, piece in enumerate(part.pieces):
                 chunks = part_chunks(client, piece, part.head_cut and i == 0, part.read_to if i == last else 0)
-                yield from scan_batches(chunks, journal, framing, errors)
+                yield from scan_batches(chunks, journal, framing, errors, columns=built_columns(part.opts))
             return
         assert client is not None
         chunks = (chunk for piece in part.pieces for chunk in piece_chunks(client, piece))
         blocks = BlockScanner(framing, errors).scan(chunks)
         seq = Sequencer.from_checkpoint(part.checkpoint, part.opts.ring_size)
         yield from committed_batches(journal, blocks, seq, replayer(client, framing, errors),
-                                     part.opts.include_acks)
+                                     part.opts.include_acks, built_columns(part.opts))
 
 
 def _piece_frames(client: BrokerClient, piece: Piece, framing: object, errors: DecodeErrors) -> Iterator:
@@ -355,7 +356,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         freeze_imports()
         lean_http()  # an executor's first task: httpcore without trio (herald.spark.datasource)
         for part in partition.value:
-            yield from with_keys(read_slice(part), part.opts.key_field, part.opts.json_fields)
+            yield from project(with_keys(read_slice(part), part.opts.key_field, part.opts.json_fields), part.opts)
 
     def commit(self, end: dict) -> None:
         """Driver (lags one batch): snapshots below a committed end are not needed
