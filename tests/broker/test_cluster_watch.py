@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from herald.keyspace.etcd import EtcdKeySpace
+from herald.keyspace.routes import Assignment, Member, MemberId
 from herald.testing.etcd import EtcdProcess
 
 pytestmark = pytest.mark.slow
@@ -222,3 +223,36 @@ def test_a_half_open_etcd_link_is_noticed_and_the_watch_resumes(own_etcd):
         asyncio.run(run())
     finally:
         proxy.close()
+
+
+def test_routes_follow_each_revision_of_the_mirror(etcd):
+    """Routes are computed from views built once per revision (a pass over 1,000
+    journals x 3 replicas used to rescan the mirror per journal: 5 s on the loop);
+    each new revision must drop them, or a broker would route by a stale peerset."""
+    async def run() -> None:
+        keyspace = EtcdKeySpace(etcd.url, "/herald/test/watch-routes")
+        await keyspace.start()
+        host, port = etcd.url.removeprefix("http://").split(":")
+        ids = [MemberId.parse(f"zone-a/broker-{i}") for i in range(3)]
+        slots = [Assignment("routes/j", m, slot, b"", 0, 0) for slot, m in enumerate(ids)]
+        try:
+            async with aetcd.Client(host=host, port=int(port)) as client:
+                tx = client.transactions
+                puts = [tx.put(keyspace.member_key(m).encode(), Member(m, f"http://127.0.0.1:{9000 + i}", 0).to_json())
+                        for i, m in enumerate(ids)]
+                puts += [tx.put(keyspace.assignment_key(a).encode(), b"") for a in slots]
+                ok, responses = await client.transaction(compare=[], success=puts, failure=[])
+                await keyspace.wait_for_revision(responses[0].response_put.header.revision)
+                assert keyspace.route("routes/j").members == tuple(ids)
+                assert keyspace.route("routes/j").primary == 0
+                # The primary's assignment goes: no primary, two replicas left.
+                ok, responses = await client.transaction(
+                    compare=[], success=[tx.delete(keyspace.assignment_key(slots[0]).encode())], failure=[])
+                assert ok and responses[0].response_delete_range.deleted == 1
+                await keyspace.wait_for_revision(responses[0].response_delete_range.header.revision)
+                route = keyspace.route("routes/j")
+                assert route.members == tuple(ids[1:]) and route.primary == -1
+                assert [a.member for a in keyspace.assignments()["routes/j"]] == ids[1:]
+        finally:
+            await keyspace.close()
+    asyncio.run(run())
