@@ -18,10 +18,13 @@ import threading
 
 import aetcd
 import httpx
+import orjson
 import pytest
 
 from herald.keyspace.etcd import EtcdKeySpace
 from herald.keyspace.routes import Assignment, Member, MemberId
+from herald.protocol.journal import JournalSpec
+from herald.testing import journal_spec
 from herald.testing.etcd import EtcdProcess
 
 pytestmark = pytest.mark.slow
@@ -256,3 +259,40 @@ def test_routes_follow_each_revision_of_the_mirror(etcd):
         finally:
             await keyspace.close()
     asyncio.run(run())
+
+
+def test_specs_follow_each_update_and_recreation(etcd):
+    """Specs are parsed once per version and reused by later passes: an update, a
+    delete and a re-creation must each show, never the spec last parsed."""
+    async def run() -> None:
+        keyspace = EtcdKeySpace(etcd.url, "/herald/test/watch-specs")
+        await keyspace.start()
+        key = keyspace._key("items/specs/j").encode()
+        host, port = etcd.url.removeprefix("http://").split(":")
+
+        async def put(replication: int) -> None:
+            spec = JournalSpec.from_dict({**journal_spec("specs/j"), "replication": replication})
+            await keyspace.wait_for_revision(await _txn(client, [client.transactions.put(
+                key, orjson.dumps(spec.to_dict()))]))
+
+        try:
+            async with aetcd.Client(host=host, port=int(port)) as client:
+                await put(1)
+                assert keyspace.entries()["specs/j"].spec.replication == 1
+                await put(2)
+                assert keyspace.entries()["specs/j"].spec.replication == 2
+                assert keyspace.get("specs/j").spec.replication == 2
+                await keyspace.wait_for_revision(await _txn(client, [client.transactions.delete(key)]))
+                assert "specs/j" not in keyspace.entries() and keyspace.get("specs/j") is None
+                await put(3)
+                assert keyspace.entries()["specs/j"].spec.replication == 3
+        finally:
+            await keyspace.close()
+    asyncio.run(run())
+
+
+async def _txn(client: aetcd.Client, ops: list) -> int:
+    ok, responses = await client.transaction(compare=[], success=ops, failure=[])
+    assert ok
+    response = responses[0]
+    return (response.response_put if response.HasField("response_put") else response.response_delete_range).header.revision
