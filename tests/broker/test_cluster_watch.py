@@ -175,9 +175,7 @@ def test_a_cut_watch_catches_up_with_the_transactions_it_missed(own_etcd, compac
     """Cut from etcd while a multi-key transaction lands, the mirror comes back to
     exactly etcd's state: by resuming at its revision + 1, or, when etcd compacted
     that history meanwhile, by reloading the prefix."""
-    proxy = CuttableProxy(own_etcd.client_port)
-
-    async def run() -> None:
+    async def run(proxy: CuttableProxy) -> None:
         keyspace = EtcdKeySpace(proxy.url, "/herald/test/watch-cut")
         await keyspace.start()
         await keyspace.wait_for_revision(await _put_all(own_etcd.url, keyspace.prefix, b"v1"))
@@ -196,8 +194,14 @@ def test_a_cut_watch_catches_up_with_the_transactions_it_missed(own_etcd, compac
             assert "etcd watch broke" in caplog.text  # the cut did break the stream
         finally:
             await keyspace.close()
+    _run_through_proxy(own_etcd, run)
+
+
+def _run_through_proxy(etcd: EtcdProcess, run) -> None:
+    """``asyncio.run(run(proxy))`` with a `CuttableProxy` to ``etcd``, closed after."""
+    proxy = CuttableProxy(etcd.client_port)
     try:
-        asyncio.run(run())
+        asyncio.run(run(proxy))
     finally:
         proxy.close()
 
@@ -207,9 +211,7 @@ def test_a_half_open_etcd_link_is_noticed_and_the_watch_resumes(own_etcd):
     packets) used to leave the watch waiting for ever, the mirror and every route
     stale; gRPC keepalive on the etcd channel notices it and the watch resumes on a
     fresh connection."""
-    proxy = CuttableProxy(own_etcd.client_port)
-
-    async def run() -> None:
+    async def run(proxy: CuttableProxy) -> None:
         keyspace = EtcdKeySpace(proxy.url, "/herald/test/watch-silent")
         await keyspace.start()
         await keyspace.wait_for_revision(await _put_all(own_etcd.url, keyspace.prefix, b"v1"))
@@ -222,10 +224,7 @@ def test_a_half_open_etcd_link_is_noticed_and_the_watch_resumes(own_etcd):
             assert proxy.accepted > connections, "the mirror caught up without a new connection"
         finally:
             await keyspace.close()
-    try:
-        asyncio.run(run())
-    finally:
-        proxy.close()
+    _run_through_proxy(own_etcd, run)
 
 
 def test_routes_follow_each_revision_of_the_mirror(etcd):
