@@ -52,6 +52,8 @@ def select_columns(schema: Any, opts: HeraldOptions) -> HeraldOptions:
     """``opts`` reading the columns of ``schema`` (a `StructType`); unchanged when it is
     the whole default schema. Raises `ValidationError` naming a column the read does
     not have, has with another type, or that is named twice."""
+    if schema is None:  # called outside Spark (which always passes one): every column
+        return opts
     known = read_columns(opts)
     names: list[str] = []
     for field in getattr(schema, "fields", ()):
