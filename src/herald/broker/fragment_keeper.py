@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from herald.broker.loop_threads import LoopThreads
 from herald.broker.metrics import METRICS
@@ -70,7 +71,7 @@ OPEN_LISTING_S = 3.0
 # at exit: a listing a store holds must not keep the broker from stopping, and so
 # from restarting (a `concurrent.futures` pool's threads are joined at exit).
 LIST_THREADS_PER_STORE = 4
-_list_threads: dict[tuple[str, ...], LoopThreads] = {}
+_list_threads: dict[tuple[tuple[str, str], ...], LoopThreads] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,7 +356,9 @@ class FragmentKeeper:
 
 
 def _listing_threads(stores: list[Store]) -> LoopThreads:
-    key = tuple(store.url for store in stores)
+    """The listing threads of the endpoints ``stores`` live on (scheme and host, not
+    the whole URL: journals with a store each would otherwise get threads each)."""
+    key = tuple(urlsplit(store.url)[:2] for store in stores)
     if key not in _list_threads:
         _list_threads[key] = LoopThreads(LIST_THREADS_PER_STORE, "herald-list")
     return _list_threads[key]
