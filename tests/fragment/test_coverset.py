@@ -123,6 +123,17 @@ def test_coverage_never_shrinks_and_includes_each_added_fragment(adds: list[tupl
         assert before | set(range(begin, end)) == covered(s)
 
 
+@given(st.lists(spans, max_size=25), spans)
+def test_grow_last_does_what_add_does_when_it_applies(adds: list[tuple[int, int]], grown: tuple[int, int]) -> None:
+    by_add, by_grow = CoverSet(), CoverSet()
+    for begin, end in adds:
+        by_add.add(frag(begin, end))
+        by_grow.add(frag(begin, end))
+    if by_grow.grow_last(frag(*grown)):
+        assert by_add.add(frag(*grown))
+    assert ranges(by_grow) == ranges(by_add)
+
+
 @given(st.lists(spans, max_size=15), st.lists(spans, max_size=15))
 def test_difference_keeps_exactly_the_fragments_not_covered(a_adds: list, b_adds: list) -> None:
     a, b = CoverSet(frag(*p) for p in a_adds), CoverSet(frag(*p) for p in b_adds)

@@ -193,3 +193,13 @@ def test_a_growing_spool_at_the_head_stays_local():
         index.add_local(frag(100, end), spool(100))
     assert index.fragments() == [remote(0, 100), frag(100, 120)]
     assert index.locate(115, BASE).local_path == spool(100)
+
+
+def test_a_growing_spool_over_a_persisted_copy_of_its_start_replaces_it():
+    """The spool's fast path (`CoverSet.grow_last`) also grows past a persisted
+    fragment of the same begin, as `add` always did: the spool holds more."""
+    index = Index()
+    index.replace_remote([remote(0, 100), remote(100, 110)])
+    index.add_local(frag(100, 120), spool(100))
+    assert index.fragments() == [remote(0, 100), frag(100, 120)]
+    assert index.locate(115, BASE).local_path == spool(100)

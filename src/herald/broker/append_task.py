@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from herald.broker.group import (
     MAX_GROUP_BYTES,
@@ -30,7 +30,7 @@ from herald.broker.group import (
     check_registers,
     fail_group,
 )
-from herald.broker.metrics import METRICS
+from herald.broker.metrics import count_group
 from herald.broker.preconditions import catch_up_to_index, require_full_peerset
 from herald.broker.sync_rounds import SyncRounds, rounds_of_running_loop
 from herald.fragment.rounds import GroupWrite
@@ -190,11 +190,7 @@ class AppendTask:
         self.index.add_local(fragment, spool.path)
         self.wake_readers()
         size = sum(sizes)
-        groups, appended_bytes = _journal_counters(self.spec.name)
-        groups.inc()
-        appended_bytes.inc(size)
-        METRICS.group_appends.observe(len(accepted))
-        METRICS.group_bytes.observe(size)
+        count_group(self.spec.name, len(accepted), size)
         for (pending, regs), length, sha in zip(accepted, sizes, sums):
             end = begin + length
             pending.future.set_result(AppendCommit(begin, end, sha, regs, spool.end, fragment))
@@ -265,15 +261,3 @@ class AppendQueue:
                 self._joined = self._loop.create_future()
             await asyncio.shield(self._joined)
 
-
-_COUNTERS: dict[str, tuple[Any, Any]] = {}
-
-
-def _journal_counters(name: str) -> tuple[Any, Any]:
-    """``name``'s group and byte counters, looked up once: prometheus_client's
-    ``labels()`` takes a lock and builds a key on every call (2 % of the loop's
-    time with one writer)."""
-    counters = _COUNTERS.get(name)
-    if counters is None:
-        counters = _COUNTERS[name] = (METRICS.append_groups.labels(name), METRICS.appended_bytes.labels(name))
-    return counters

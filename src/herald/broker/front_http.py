@@ -201,17 +201,20 @@ _tail = _Tails().tail
 
 class _RegistersText:
     """``X-Registers``' value, kept for the last registers seen: every append of a
-    group (and of every group until registers change) answers the same `LabelSet`."""
+    group (and of every group until registers change) answers the same labels.
+    Compared by their ``labels`` tuple, not the `LabelSet`: each journal holds its
+    own empty set, but they share the one empty tuple, so groups of many journals
+    taking turns do not rebuild the text each time."""
 
-    __slots__ = ("_registers", "_text")
+    __slots__ = ("_labels", "_text")
 
     def __init__(self) -> None:
-        self._registers: LabelSet | None = None
+        self._labels: tuple | None = None
         self._text = b""
 
     def of(self, registers: LabelSet) -> bytes:
-        if registers is not self._registers:
-            self._registers, self._text = registers, str(registers).encode()
+        if registers.labels is not self._labels:
+            self._labels, self._text = registers.labels, str(registers).encode()
         return self._text
 
 

@@ -4,7 +4,7 @@ What the hot paths touch is here: counters and histograms bumped once per reques
 group, round, upload or replication call — never per chunk or per byte. Those bumped
 per request or per group commit (`LOOP`) are loop-local numbers with no lock
 (`herald.broker.loop_metrics`), exported at scrape time: a request pays a dict
-increment. What is a *state* rather than an event (write heads, pending fragments,
+increment, a group commit one `count_group`. What is a *state* rather than an event (write heads, pending fragments,
 store health, the etcd session) is read from the broker when Prometheus scrapes:
 `herald.broker.collector`.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from prometheus_client import Counter, Histogram
 
-from herald.broker.loop_metrics import LoopCounter, LoopGauge, LoopHistogram
+from herald.broker.loop_metrics import JournalCounter, LoopCounter, LoopGauge, LoopHistogram
 
 #: Seconds buckets from half a millisecond to ten seconds: an fsync, a round trip to
 #: a peer, an upload of a fragment.
@@ -27,8 +27,8 @@ GROUP_BYTE_BUCKETS = tuple(float(4 ** i) for i in range(14))
 
 @dataclass(frozen=True)
 class _Metrics:
-    appended_bytes: Counter
-    append_groups: Counter
+    appended_bytes: JournalCounter
+    append_groups: JournalCounter
     append_requests: LoopHistogram
     group_appends: LoopHistogram
     group_bytes: LoopHistogram
@@ -49,8 +49,8 @@ class _Metrics:
 
 
 METRICS = _Metrics(
-    appended_bytes=Counter("herald_broker_appended_bytes", "Bytes committed to journals", ["journal"]),
-    append_groups=Counter("herald_broker_append_groups", "Group commits (one fsync each)", ["journal"]),
+    appended_bytes=JournalCounter("herald_broker_appended_bytes", "Bytes committed to journals"),
+    append_groups=JournalCounter("herald_broker_append_groups", "Group commits (one fsync each)"),
     append_requests=LoopHistogram("herald_broker_append_seconds", "Append latency, body read to ack",
                                   LATENCY_BUCKETS),
     group_appends=LoopHistogram("herald_broker_append_group_appends", "Appends committed per group commit",
@@ -88,6 +88,24 @@ METRICS = _Metrics(
 #: The loop-local metrics, for `herald.broker.loop_metrics.LoopMetrics` to export.
 LOOP = (METRICS.append_requests, METRICS.group_appends, METRICS.group_bytes, METRICS.sync_round_seconds,
         METRICS.requests, METRICS.active_reads)
+
+#: Each journal's group and byte totals (`count_group`), looked up once per journal.
+_GROUP_TOTALS: dict[str, tuple[list[float], list[float]]] = {}
+
+
+def count_group(journal: str, appends: int, size: int) -> None:
+    """A group commit of ``appends`` appends and ``size`` bytes to ``journal`` (loop
+    thread only). With many journals a group holds one or two appends, so this is
+    paid about once per append: two list items bumped and two histogram buckets,
+    where prometheus_client's labelled counters took a lock each (3x the time)."""
+    totals = _GROUP_TOTALS.get(journal)
+    if totals is None:
+        totals = _GROUP_TOTALS[journal] = (METRICS.append_groups.child(journal),
+                                           METRICS.appended_bytes.child(journal))
+    totals[0][0] += 1
+    totals[1][0] += size
+    METRICS.group_appends.observe(appends)
+    METRICS.group_bytes.observe(size)
 
 
 def count_request(op: str, status: str) -> None:

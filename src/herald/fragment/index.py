@@ -67,6 +67,9 @@ class Index:
         died between upload and delete) is not added: the persisted copies keep their
         mod times, so a read below them may still jump.
         """
+        if self._set.grow_last(fragment):  # the usual spool commit: past all that is known
+            self._local[fragment.begin] = (fragment.end, path)
+            return
         if fragment.end == fragment.begin or self._is_persisted(fragment.begin, fragment.end):
             return
         self._local[fragment.begin] = (fragment.end, path)

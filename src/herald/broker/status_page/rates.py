@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from prometheus_client import Counter
 
+from herald.broker.loop_metrics import JournalCounter
 from herald.broker.metrics import METRICS
 
 __all__ = ["SAMPLES", "SAMPLE_S", "RateHistory", "Rates", "run_sampler", "sparkline_points"]
@@ -80,7 +81,7 @@ class RateHistory:
         return Rates(appends, reads)
 
 
-def counter_totals(counter: Counter) -> dict[str, float]:
+def counter_totals(counter: Counter | JournalCounter) -> dict[str, float]:
     """A per-journal counter's current totals, by journal (public API: ``collect``)."""
     totals = {}
     for family in counter.collect():
