@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import random
 import resource
 
 from herald.fragment.fdpool import DescriptorPool
 from herald.fragment.rounds import GroupWrite, write_round
 from herald.fragment.spool import Spool
 from herald.fragment.spool_recovery import recover_spools
+from herald.fragment.spool_stream import StreamSums
 from herald.fragment.spool_sums import PARALLEL_HASH_BYTES
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
@@ -57,3 +59,21 @@ def test_a_group_written_after_a_rollback_is_summed_from_the_mark(tmp_path):
     last = [b"y" * PARALLEL_HASH_BYTES]
     write_round([GroupWrite(spool, last, LabelSet(), 1.0)])
     assert spool.fragment().sum == hashlib.sha1(kept[0] + last[0]).hexdigest()
+
+
+def test_a_streamed_bodys_sums_take_every_piece_in_order_however_they_arrive():
+    """`StreamSums` hashes pieces on helper threads, taking those fed while it hashes
+    together: whatever the sizes and pace, both sums are the one-pass SHA1s, and the
+    spool's running SHA1 it started from is left as it was."""
+    rng = random.Random(14)
+    before = hashlib.sha1(b"the fragment so far")
+    for _ in range(200):
+        pieces = [rng.randbytes(rng.choice((1, 100, 4096, 200_000))) for _ in range(rng.randint(1, 12))]
+        sums = StreamSums(before)
+        for piece in pieces:
+            sums.update(piece)
+        running, body = sums.result()
+        whole = b"".join(pieces)
+        assert body == hashlib.sha1(whole).hexdigest()
+        assert running.hexdigest() == hashlib.sha1(b"the fragment so far" + whole).hexdigest()
+    assert before.hexdigest() == hashlib.sha1(b"the fragment so far").hexdigest()

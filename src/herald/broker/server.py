@@ -21,6 +21,7 @@ from herald.broker import control, gateway, health, openapi, replication, status
 from herald.broker.authz import auth_middleware
 from herald.broker.collector import BrokerCollector
 from herald.broker.endpoints import Endpoint, add_endpoints
+from herald.broker.front import keep_freed_body_memory
 from herald.broker.limits import body_deadline_middleware
 from herald.broker.loop_metrics import LoopMetrics
 from herald.broker.metrics import LOOP, METRICS, count_request, request_op
@@ -184,6 +185,7 @@ def raise_open_file_limit() -> int:
 async def serve(settings: BrokerSettings, ready=print) -> None:
     """Run a broker until SIGTERM/SIGINT; ``ready`` gets the one 'listening' line."""
     log.info("open-file limit %d", raise_open_file_limit())
+    keep_freed_body_memory()
     broker = Broker(settings)
     endpoint = await broker.start(make_app(broker))
     stop = asyncio.Event()

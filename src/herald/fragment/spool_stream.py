@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
 from typing import TYPE_CHECKING
 
 from herald.fragment.commit_log import INLINE_BYTES
 from herald.fragment.fdatasyncs import SYNCS, PendingSync
 from herald.fragment.rounds import GroupWrite, pwrite_all
+from herald.helper_threads import HelperThreads
 from herald.protocol.labels import LabelSet
 
 if TYPE_CHECKING:
@@ -41,10 +42,72 @@ __all__ = ["STREAM_MIN_BYTES", "SpoolStream", "StreamSums", "StreamedWrite"]
 #: already in the spool), it is synced in place, as groups this large are.
 STREAM_MIN_BYTES = INLINE_BYTES
 
-# One thread per SHA1, so that each one's updates run in order while the two run
-# side by side (hashlib drops the GIL for large updates).
-_RUNNING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="herald-sha1-running")
-_BODY = ThreadPoolExecutor(max_workers=1, thread_name_prefix="herald-sha1-body")
+
+class _Feed:
+    """One SHA1 fed a body's pieces in order on a `_HASHING` thread. Pieces that
+    arrive while it hashes wait in a list and are taken together, so a piece costs
+    the loop a lock and an append (a hand-off only when the SHA1 is idle), where a
+    `concurrent.futures` submit cost it a `Future`, a work item and a dozen
+    Python-level lock operations per piece and SHA1."""
+
+    __slots__ = ("_draining", "_idle", "_lock", "_pieces", "error", "sha1")
+
+    def __init__(self, sha1) -> None:
+        self.sha1 = sha1
+        self._pieces: list[bytes] = []
+        self._lock = threading.Lock()
+        self._idle = threading.Lock()  # held from a drain's hand-off to its end
+        self._draining = False
+        self.error: BaseException | None = None
+
+    def feed(self, piece: bytes) -> None:
+        with self._lock:
+            self._pieces.append(piece)
+            if self._draining:
+                return  # the drain under way takes it
+            self._draining = True
+            self._idle.acquire()  # free: the last drain released it, under this lock
+        _HASHING.drain(self)
+
+    def drain(self) -> None:
+        """On a `_HASHING` thread: hash every piece fed, including those fed meanwhile.
+        The drain ends under the lock that `feed` takes, so no piece is left behind."""
+        while True:
+            with self._lock:
+                pieces, self._pieces = self._pieces, []
+                if not pieces or self.error is not None:
+                    self._draining = False
+                    self._idle.release()
+                    return
+            try:
+                for piece in pieces:
+                    self.sha1.update(piece)
+            except BaseException as err:  # noqa: BLE001 - kept for wait(): a wrong SHA1 must never commit
+                self.error = err
+
+    def wait(self) -> None:
+        """Block until every piece fed so far is hashed."""
+        with self._idle:
+            pass
+        if self.error is not None:
+            raise self.error
+
+
+class _Hashing(HelperThreads[_Feed]):
+    """Two threads draining `_Feed` s: a body's two SHA1s run side by side (hashlib
+    drops the GIL for large updates), each one's pieces in order."""
+
+    def drain(self, feed: _Feed) -> None:
+        self._submit(feed)
+
+    def _run(self, job: _Feed) -> None:
+        job.drain()
+
+    def _finish(self, job: _Feed, outcome: object) -> None:
+        pass  # waited for through the feed itself (`_Feed.wait`)
+
+
+_HASHING = _Hashing(2, "herald-sha1-stream")
 
 
 class StreamSums:
@@ -53,20 +116,19 @@ class StreamSums:
     until the group commits)."""
 
     def __init__(self, running_sha1) -> None:
-        self.running = running_sha1.copy()
-        self.body = hashlib.sha1()
-        self._last: tuple[Future[None], Future[None]] | None = None
+        self._running = _Feed(running_sha1.copy())
+        self._body = _Feed(hashlib.sha1())
 
     def update(self, piece: bytes) -> None:
-        self._last = (_RUNNING.submit(self.running.update, piece), _BODY.submit(self.body.update, piece))
+        self._running.feed(piece)
+        self._body.feed(piece)
 
     def result(self) -> tuple[object, str]:
         """The running SHA1 with the body, and the body's SHA1 (blocking: waits for
-        the last updates; each thread runs its updates in order)."""
-        if self._last is not None:
-            for update in self._last:
-                update.result()
-        return self.running, self.body.hexdigest()
+        the pieces fed so far to be hashed)."""
+        self._running.wait()
+        self._body.wait()
+        return self._running.sha1, self._body.sha1.hexdigest()
 
 
 class SpoolStream:
