@@ -10,13 +10,11 @@ and a body cut short appending nothing [I-APPEND-2].
 from __future__ import annotations
 
 import hashlib
-import platform
 import re
 import socket
 
 import pytest
 
-from herald.broker.front import keep_freed_body_memory
 from herald.broker.front_http import HeadLimits, KnownHeads, error_answer, parse_put_head
 from herald.protocol.errors import HeraldError, JournalNotFoundError, Status
 from herald.testing import apply_specs, journal_spec, journals_state, seed_journal
@@ -186,9 +184,3 @@ def test_a_plain_append_head_is_parsed():
     assert head is not None
     assert (head.journal_name, head.content_length, head.close) == ("a/b-c", 12, True)
 
-
-@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
-def test_the_broker_can_keep_freed_body_memory_on_glibc():
-    """`herald serve` asks malloc to keep freed memory for the next large body (a
-    process-wide setting; here it only has to be accepted)."""
-    assert keep_freed_body_memory()

@@ -21,7 +21,7 @@ from herald.broker import control, gateway, health, openapi, replication, status
 from herald.broker.authz import auth_middleware
 from herald.broker.collector import BrokerCollector
 from herald.broker.endpoints import Endpoint, add_endpoints
-from herald.broker.front import keep_freed_body_memory
+from herald.broker.heap import keep_freed_body_memory
 from herald.broker.limits import body_deadline_middleware
 from herald.broker.loop_metrics import LoopMetrics
 from herald.broker.metrics import LOOP, METRICS, count_request, request_op
