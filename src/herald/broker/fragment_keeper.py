@@ -70,7 +70,11 @@ OPEN_LISTING_S = 3.0
 # nor another store's listings. They are daemon threads (`LoopThreads`), abandoned
 # at exit: a listing a store holds must not keep the broker from stopping, and so
 # from restarting (a `concurrent.futures` pool's threads are joined at exit).
-LIST_THREADS_PER_STORE = 4
+# Sixteen per endpoint, not four: a restart lists every journal's store before the
+# journal takes an append, and on an endpoint 100 ms away four listings at a time
+# kept 1,000 journals refusing appends for tens of seconds. A hanging endpoint
+# holds at most this many threads (a listing is one request: `stores.S3Store`).
+LIST_THREADS_PER_STORE = 16
 _list_threads: dict[tuple[tuple[str, str], ...], LoopThreads] = {}
 
 
