@@ -133,6 +133,7 @@ def test_fail_over_to_a_primary_whose_store_hangs(etcd, broker_factory, tmp_path
     assert time.monotonic() - asked < 2 * APPEND_WAIT_S
     assert refused.status_code == 503, refused.text
     assert refused.json()["status"] == "FRAGMENT_STORE_UNHEALTHY" and proxy.url in refused.json()["message"]
+    assert "first probe has had no answer" in refused.json()["message"], refused.text  # the store, not us
 
     proxy.restore()  # the store answers again: the new primary takes appends
     resp = _append_until_accepted(f"{survivor.url}/{FAILOVER}", b"after the fail-over\n", deadline_s=120)
