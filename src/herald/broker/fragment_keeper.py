@@ -24,9 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import urlsplit
 
-from herald.broker.loop_threads import LoopThreads
+from herald.broker.listing_threads import listing_threads
 from herald.broker.metrics import METRICS
 from herald.broker.tasks import TaskSet
 from herald.fragment.health import health_of
@@ -65,17 +64,6 @@ READ_MISS_LISTING_S = 0.2
 # connections and never answers (S3's read timeout is 60 s) held the broker's whole
 # resolver pass, and every other journal's role change with it.
 OPEN_LISTING_S = 3.0
-# Listings run on threads of their own, per set of stores: a hanging store's
-# listings occupy its own threads, not the default executor that opens journals,
-# nor another store's listings. They are daemon threads (`LoopThreads`), abandoned
-# at exit: a listing a store holds must not keep the broker from stopping, and so
-# from restarting (a `concurrent.futures` pool's threads are joined at exit).
-# Sixteen per endpoint, not four: a restart lists every journal's store before the
-# journal takes an append, and on an endpoint 100 ms away four listings at a time
-# kept 1,000 journals refusing appends for tens of seconds. A hanging endpoint
-# holds at most this many threads (a listing is one request: `stores.S3Store`).
-LIST_THREADS_PER_STORE = 16
-_list_threads: dict[tuple[tuple[str, str], ...], LoopThreads] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +109,9 @@ class FragmentKeeper:
         self._listed_now_at = float("-inf")  # when the last one finished (loop time)
         # Set by a failed upload, cleared by a good one; made with the persister.
         self.store_failing: asyncio.Event | None = None
-        # Whether every store the spec names has been listed: until then the persisted
-        # head is unknown, so the journal takes no append (gazette-facts §8.2: the
-        # first index refresh precedes appends) — at open, and again when a new spec
-        # names a store never listed (`stores_changed`).
+        # Whether every store the spec names was listed: until then the persisted head
+        # is unknown, so the journal takes no append (gazette-facts §8.2: the first
+        # index refresh precedes appends), at open and after `stores_changed`.
         self.listed = not journal.stores
         self._listed_urls: frozenset[str] = frozenset()  # the stores the last good listing covered
         self._listing_until_listed = False
@@ -185,7 +172,7 @@ class FragmentKeeper:
     async def list_stores(self, stores: list[Store] | None = None) -> list[Fragment]:
         """Every fragment ``stores`` (default: the journal's) hold, on their listing threads."""
         stores = list(self.journal.stores) if stores is None else stores
-        return await _listing_threads(stores).call(self.list_stores_blocking, stores)
+        return await listing_threads(stores).call(self.list_stores_blocking, stores)
 
     @property
     def lists_inline(self) -> bool:
@@ -206,12 +193,10 @@ class FragmentKeeper:
             self._mark_listed(self.journal.stores)
 
     def stores_changed(self) -> None:
-        """The spec's stores changed (`Journal.update_spec`). One never listed — a
-        journal opened with none and given one, or a store swapped for another —
-        may hold fragments written elsewhere, past this journal's head: the journal
-        is unlisted again (appends refused, naming the store) and listed at once,
-        as at open, rather than a ``refresh_interval`` later after appending over
-        persisted offsets. Non-blocking; needs the running loop."""
+        """The spec's stores changed (`Journal.update_spec`). A store never listed may
+        hold fragments written elsewhere, past our head: the journal is unlisted
+        (appends refused, naming it) until listed, as at open, not appending over
+        them for a ``refresh_interval``. Non-blocking; needs the running loop."""
         if {store.url for store in self.journal.stores} <= self._listed_urls:
             return
         self.listed = False
@@ -391,15 +376,6 @@ class FragmentKeeper:
             self.journal.roll_if_first = True
             self.journal.poke()
         return doomed
-
-
-def _listing_threads(stores: list[Store]) -> LoopThreads:
-    """The listing threads of the endpoints ``stores`` live on (scheme and host, not
-    the whole URL: journals with a store each would otherwise get threads each)."""
-    key = tuple(urlsplit(store.url)[:2] for store in stores)
-    if key not in _list_threads:
-        _list_threads[key] = LoopThreads(LIST_THREADS_PER_STORE, "herald-list")
-    return _list_threads[key]
 
 
 def _remove_local_files(done: Completed) -> None:

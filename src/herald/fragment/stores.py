@@ -70,8 +70,8 @@ S3_CLIENT_CONFIG: Mapping[str, Any] = {
     "connect_timeout": 5,
     "read_timeout": 60,
     "retries": {"max_attempts": 3, "mode": "standard"},
-    # Connections kept per store: its listing threads (fragment_keeper.
-    # LIST_THREADS_PER_STORE) and uploads run at once; botocore's default is 10.
+    # Connections kept per store: its listing threads (herald.broker.listing_threads)
+    # and uploads run at once; botocore's default is 10.
     "max_pool_connections": 32,
 }
 
