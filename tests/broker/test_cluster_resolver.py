@@ -12,69 +12,19 @@ at a known point, so the change lands inside it every time.
 
 from __future__ import annotations
 
-import socket
-import threading
-
 import httpx
 import pytest
 
 from herald.allocator.solver import solve
 from herald.keyspace.routes import Member, MemberId
 from herald.testing import apply_specs, journal_spec
+from herald.testing.tcp import HeldStore
 from tests.broker.test_cluster import LEASE, _append_until_accepted, member_key, wait_for_route
 
 pytestmark = pytest.mark.slow
 
 S3_ENV = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
           "AWS_EC2_METADATA_DISABLED": "true"}
-
-
-class HeldStore:
-    """A TCP endpoint that takes a store's requests and answers none until
-    `release`; from then on it answers each with 403 (an error no client retries).
-    A broker listing a journal's store there is held inside `Journal.open` for as
-    long as the test needs. `connected` is set at the first request."""
-
-    DENIED = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-
-    def __init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        self.connected, self._released = threading.Event(), threading.Event()
-        self._held: list[socket.socket] = []
-        self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self._listener.accept()
-            except OSError:  # closed at the end of the test
-                return
-            with self._lock:
-                if self._released.is_set():
-                    self._deny(conn)
-                else:
-                    self._held.append(conn)
-            self.connected.set()
-
-    def _deny(self, conn: socket.socket) -> None:
-        try:
-            conn.sendall(self.DENIED)
-        except OSError:
-            pass
-        conn.close()
-
-    def release(self) -> None:
-        with self._lock:
-            self._released.set()
-            for conn in self._held:
-                self._deny(conn)
-            self._held.clear()
-
-    def close(self) -> None:
-        self.release()
-        self._listener.close()
 
 
 @pytest.fixture

@@ -22,7 +22,10 @@ import httpx
 import pytest
 
 from herald.client.transient import Backoff
+from herald.fragment.health import APPEND_WAIT_S
 from herald.testing import apply_specs, journal_spec
+from herald.testing.tcp import TcpProxy
+from tests.broker.test_cluster import _append_until_accepted, listed_route, member_key, wait_for_route
 from tests.broker.test_cluster_resolver import S3_ENV, held_store  # noqa: F401 — the fixture
 
 pytestmark = pytest.mark.slow
@@ -91,4 +94,60 @@ def _append_until(url: str, content: bytes, deadline: float) -> httpx.Response:
         resp = httpx.put(url, content=content, timeout=max(deadline - time.monotonic(), 0.1))
         if resp.status_code == 204 or time.monotonic() > deadline:
             return resp
+        backoff.wait()
+
+
+FAILOVER = "hang/failover"
+
+
+def test_fail_over_to_a_primary_whose_store_hangs(etcd, broker_factory, tmp_path, request, moto_s3):
+    """The primary is killed (kill -9) while the journal's store accepts connections
+    and never answers (S3 behind a proxy that holds every request). Its replica takes
+    over within the lease, and — as Gazette's append preconditions say (gazette-facts
+    §8.2: the first remote index refresh and first-store health) — refuses appends
+    with FRAGMENT_STORE_UNHEALTHY naming the store, each within APPEND_WAIT_S, never
+    hanging on it; once the store answers again it takes appends, and every
+    acknowledged byte reads back [I-APPEND-3]."""
+    proxy = TcpProxy(moto_s3.port)
+    request.addfinalizer(proxy.close)
+    brokers = {f"{zone}#b{zone}": broker_factory(
+        tmp_path / f"data-{zone}", tmp_path / "files", "--etcd", etcd.url,
+        "--etcd.prefix", f"/herald/test/{request.node.name}", "--zone", zone, "--id", f"b{zone}",
+        "--etcd.lease", f"{LEASE_S}s", env=moto_s3.env) for zone in "abc"}
+    url = next(iter(brokers.values())).url
+    store = moto_s3.store_url(request.node.name).replace(moto_s3.endpoint, proxy.url)
+    apply_specs(url, dict(journal_spec(FAILOVER, stores=[store], length=1024), replication=2))
+    route = wait_for_route(url, FAILOVER, 2)
+    primary = brokers[member_key(route["members"][0])]
+    survivor = brokers[member_key(route["members"][1])]
+    before = [b"%04d %s\n" % (i, b"x" * 600) for i in range(4)]  # rolls: fragments reach the store
+    for body in before:
+        _append_until_accepted(f"{survivor.url}/{FAILOVER}", body)
+
+    proxy.hold()
+    primary.kill()
+    killed = time.monotonic()
+    _wait_for_primary(survivor.url, killed + 3 * LEASE_S)
+    asked = time.monotonic()
+    refused = httpx.put(f"{survivor.url}/{FAILOVER}", content=b"refused\n", timeout=3 * APPEND_WAIT_S)
+    assert time.monotonic() - asked < 2 * APPEND_WAIT_S
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["status"] == "FRAGMENT_STORE_UNHEALTHY" and proxy.url in refused.json()["message"]
+    assert "first probe has had no answer" in refused.json()["message"], refused.text  # the store, not us
+
+    proxy.restore()  # the store answers again: the new primary takes appends
+    resp = _append_until_accepted(f"{survivor.url}/{FAILOVER}", b"after the fail-over\n", deadline_s=120)
+    end = int(resp.headers["X-Commit-End"])
+    read = httpx.get(f"{survivor.url}/{FAILOVER}", params={"offset": 0, "end_offset": end}, timeout=30)
+    assert read.content == b"".join(before) + b"after the fail-over\n"
+
+
+def _wait_for_primary(url: str, deadline: float) -> None:
+    """Until the broker at ``url`` is the journal's primary (its lease-bound take-over)."""
+    backoff = Backoff()
+    while True:
+        route = listed_route(url, FAILOVER)
+        if route["primary"] >= 0 and route["endpoints"][route["primary"]] == url:
+            return
+        assert time.monotonic() < deadline, f"{url} never became primary: {route}"
         backoff.wait()

@@ -13,8 +13,6 @@ so every route the broker knew, froze.
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
 
 import aetcd
 import httpx
@@ -26,78 +24,10 @@ from herald.keyspace.routes import Assignment, Member, MemberId
 from herald.protocol.journal import JournalSpec
 from herald.testing import journal_spec
 from herald.testing.etcd import EtcdProcess
+from herald.testing.tcp import TcpProxy
 
 pytestmark = pytest.mark.slow
 KEYS = [f"items/watch/k{i}" for i in range(5)]
-
-
-class CuttableProxy:
-    """A TCP proxy to etcd whose connections the test can cut: `cut` closes every
-    connection and refuses new ones until `restore` (a network partition between
-    one broker and etcd, while etcd itself keeps serving the others)."""
-
-    def __init__(self, target_port: int) -> None:
-        self._target = ("127.0.0.1", target_port)
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        self._open, self._lock, self._socks = threading.Event(), threading.Lock(), []
-        self._open.set()
-        self._silenced: set[socket.socket] = set()  # connections whose bytes vanish (half-open)
-        self.accepted = 0
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            if not self._open.is_set():
-                client.close()
-                continue
-            upstream = socket.create_connection(self._target)
-            with self._lock:
-                self._socks += [client, upstream]
-                self.accepted += 1
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                if src not in self._silenced:
-                    dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def cut(self) -> None:
-        self._open.clear()
-        with self._lock:
-            socks, self._socks = self._socks, []
-        for s in socks:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()
-
-    def silence(self) -> None:
-        """Every open connection goes half-open: still open, no reset, its bytes
-        dropped both ways (a partition that drops packets); new ones work."""
-        with self._lock:
-            self._silenced.update(self._socks)
-
-    def restore(self) -> None:
-        self._open.set()
-
-    def close(self) -> None:
-        self.cut()
-        self._listener.close()
 
 
 @pytest.fixture
@@ -175,7 +105,7 @@ def test_a_cut_watch_catches_up_with_the_transactions_it_missed(own_etcd, compac
     """Cut from etcd while a multi-key transaction lands, the mirror comes back to
     exactly etcd's state: by resuming at its revision + 1, or, when etcd compacted
     that history meanwhile, by reloading the prefix."""
-    async def run(proxy: CuttableProxy) -> None:
+    async def run(proxy: TcpProxy) -> None:
         keyspace = EtcdKeySpace(proxy.url, "/herald/test/watch-cut")
         await keyspace.start()
         await keyspace.wait_for_revision(await _put_all(own_etcd.url, keyspace.prefix, b"v1"))
@@ -198,8 +128,8 @@ def test_a_cut_watch_catches_up_with_the_transactions_it_missed(own_etcd, compac
 
 
 def _run_through_proxy(etcd: EtcdProcess, run) -> None:
-    """``asyncio.run(run(proxy))`` with a `CuttableProxy` to ``etcd``, closed after."""
-    proxy = CuttableProxy(etcd.client_port)
+    """``asyncio.run(run(proxy))`` with a `TcpProxy` to ``etcd``, closed after."""
+    proxy = TcpProxy(etcd.client_port)
     try:
         asyncio.run(run(proxy))
     finally:
@@ -211,7 +141,7 @@ def test_a_half_open_etcd_link_is_noticed_and_the_watch_resumes(own_etcd):
     packets) used to leave the watch waiting for ever, the mirror and every route
     stale; gRPC keepalive on the etcd channel notices it and the watch resumes on a
     fresh connection."""
-    async def run(proxy: CuttableProxy) -> None:
+    async def run(proxy: TcpProxy) -> None:
         keyspace = EtcdKeySpace(proxy.url, "/herald/test/watch-silent")
         await keyspace.start()
         await keyspace.wait_for_revision(await _put_all(own_etcd.url, keyspace.prefix, b"v1"))

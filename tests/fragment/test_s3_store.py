@@ -140,3 +140,20 @@ def test_endpoint_must_be_an_http_url(tmp_path):
     with pytest.raises(ValidationError) as err:
         open_store("s3://b/p/?endpoint=localhost:9000", tmp_path, field="stores[1]")
     assert err.value.field == "stores[1]" and "endpoint" in err.value.message
+
+
+def test_listing_a_journal_is_one_request_even_when_it_has_no_fragments(moto_s3, tmp_path):
+    """A restarted broker lists every journal's store before the journal takes an
+    append: on a slow endpoint each round trip counts. s3fs's ``find`` of a prefix
+    with no keys asked twice more (HEAD, then a delimited LIST) whether the path was
+    an object or a directory; a journal's listing is now one ListObjectsV2."""
+    store = open_store(moto_s3.store_url(prefix()), tmp_path)
+    fragment, path = spool_file(tmp_path, b"one fragment\n", journal="listed/full")
+    persist(store, fragment, path, fragment.codec)
+    requests: list[str] = []
+    store._fs.s3.meta.events.register("before-send.s3", lambda request, **_: requests.append(request.method))
+    assert list_fragments(store, "listed/empty") == []
+    assert requests == ["GET"]
+    requests.clear()
+    assert [f.end for f in list_fragments(store, "listed/full")] == [fragment.end]
+    assert requests == ["GET"]

@@ -158,3 +158,28 @@ def test_a_kept_file_with_another_name_is_never_taken(tmp_path):
     path.parent.mkdir()
     assert take(path.parent, path) == 0 and not path.exists()
     assert live.path.stat().st_nlink == 1 and live.path.read_bytes() == OLD
+
+
+def test_a_restart_sweeps_kept_files_an_older_version_left_in_journal_dirs(broker_factory, tmp_path):
+    """The first version of spool recycling kept files in each journal's directory
+    (``<ino>.retiring`` mid-retire, then ``<begin>.free``): a broker killed (kill -9)
+    over a data dir it left them in must remove them at restart, not hold their disk
+    for good, and serve the journal's bytes as before. (The files are placed by hand:
+    today's code never writes these names there.)"""
+    data = tmp_path / "data"
+    broker = broker_factory(data)
+    apply_specs(broker.url, journal_spec("recycled/old", length=64 << 20))
+    with broker.client() as http:
+        http.put("/recycled/old", content=b"acknowledged\n").raise_for_status()
+    broker.kill()
+    journal_dir = data / "spools" / quote("recycled/old", safe="")
+    (live_spool,) = journal_dir.glob("*.spool")
+    leftovers = [journal_dir / "123.retiring", journal_dir / "0000000000100000.free"]
+    for path in leftovers:
+        path.write_bytes(OLD)
+    broker.start()
+    assert [p.name for p in leftovers if p.exists()] == []
+    with broker.client() as http:
+        assert http.get("/recycled/old").content == b"acknowledged\n"
+        http.put("/recycled/old", content=b"more\n").raise_for_status()
+        assert http.get("/recycled/old").content == b"acknowledged\nmore\n"

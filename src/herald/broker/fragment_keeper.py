@@ -24,9 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import urlsplit
 
-from herald.broker.loop_threads import LoopThreads
+from herald.broker.listing_threads import listing_threads
 from herald.broker.metrics import METRICS
 from herald.broker.tasks import TaskSet
 from herald.fragment.health import health_of
@@ -65,13 +64,6 @@ READ_MISS_LISTING_S = 0.2
 # connections and never answers (S3's read timeout is 60 s) held the broker's whole
 # resolver pass, and every other journal's role change with it.
 OPEN_LISTING_S = 3.0
-# Listings run on threads of their own, per set of stores: a hanging store's
-# listings occupy its own threads, not the default executor that opens journals,
-# nor another store's listings. They are daemon threads (`LoopThreads`), abandoned
-# at exit: a listing a store holds must not keep the broker from stopping, and so
-# from restarting (a `concurrent.futures` pool's threads are joined at exit).
-LIST_THREADS_PER_STORE = 4
-_list_threads: dict[tuple[tuple[str, str], ...], LoopThreads] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +109,12 @@ class FragmentKeeper:
         self._listed_now_at = float("-inf")  # when the last one finished (loop time)
         # Set by a failed upload, cleared by a good one; made with the persister.
         self.store_failing: asyncio.Event | None = None
-        # Whether a listing ever succeeded: until then the persisted head is unknown,
-        # so the journal takes no append (gazette-facts §8.2: the first index refresh).
+        # Whether every store the spec names was listed: until then the persisted head
+        # is unknown, so the journal takes no append (gazette-facts §8.2: the first
+        # index refresh precedes appends), at open and after `stores_changed`.
         self.listed = not journal.stores
+        self._listed_urls: frozenset[str] = frozenset()  # the stores the last good listing covered
+        self._listing_until_listed = False
         self._first_answer = asyncio.Event()  # the first listing succeeded or failed
         self._listing_error = "listing not answered yet"
 
@@ -174,9 +169,10 @@ class FragmentKeeper:
         log.info("persisted fragment", extra={"journal": self.journal.spec.name,
                                               "fragment": fragment.content_name, "store": fragment.store})
 
-    async def list_stores(self) -> list[Fragment]:
-        """Every fragment the journal's stores hold (on the stores' listing threads)."""
-        return await _listing_threads(self.journal.stores).call(self.list_stores_blocking)
+    async def list_stores(self, stores: list[Store] | None = None) -> list[Fragment]:
+        """Every fragment ``stores`` (default: the journal's) hold, on their listing threads."""
+        stores = list(self.journal.stores) if stores is None else stores
+        return await listing_threads(stores).call(self.list_stores_blocking, stores)
 
     @property
     def lists_inline(self) -> bool:
@@ -191,10 +187,32 @@ class FragmentKeeper:
             self._listing_error = f"listing failed: {listing}"
             log.warning("store listing failed at open (retrying): %s", listing,
                         extra={"journal": self.journal.spec.name})
-            self._refreshing.start_soon(self._list_until_listed(), "first-listing")
+            self._start_listing_until_listed()
         else:
             self.journal.index.replace_remote(listing)
-            self.listed = True
+            self._mark_listed(self.journal.stores)
+
+    def stores_changed(self) -> None:
+        """The spec's stores changed (`Journal.update_spec`). A store never listed may
+        hold fragments written elsewhere, past our head: the journal is unlisted
+        (appends refused, naming it) until listed, as at open, not appending over
+        them for a ``refresh_interval``. Non-blocking; needs the running loop."""
+        if {store.url for store in self.journal.stores} <= self._listed_urls:
+            return
+        self.listed = False
+        self._listing_error = "a store new to the spec, not listed yet"
+        self._start_listing_until_listed()
+
+    def _start_listing_until_listed(self) -> None:
+        if not self._listing_until_listed:
+            self._listing_until_listed = True
+            self._refreshing.start_soon(self._list_until_listed(), "first-listing")
+
+    def _mark_listed(self, stores: list[Store]) -> None:
+        """A listing of ``stores`` succeeded: the journal is listed if they cover
+        every store its spec names now (a spec may have changed meanwhile)."""
+        self._listed_urls = frozenset(store.url for store in stores)
+        self.listed = {store.url for store in self.journal.stores} <= self._listed_urls
 
     async def list_first(self, timeout_s: float = OPEN_LISTING_S) -> None:
         """Start listing until a listing succeeds (back-off between failures) and
@@ -203,18 +221,21 @@ class FragmentKeeper:
         succeeds (see `unlisted_error`)."""
         if self.listed:
             return
-        self._refreshing.start_soon(self._list_until_listed(), "first-listing")
+        self._start_listing_until_listed()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._first_answer.wait(), timeout_s)
 
     async def _list_until_listed(self) -> None:
         attempt = 0
-        while not self.listed:
-            await self._list_into_index()
-            self._first_answer.set()
-            if not self.listed:
-                await asyncio.sleep(PERSIST_RETRY_S[min(attempt, len(PERSIST_RETRY_S) - 1)])  # wait-ok: back-off
-                attempt += 1
+        try:
+            while not self.listed:
+                answered = await self._list_into_index()
+                self._first_answer.set()
+                if not answered:  # a listing that answered but missed a store added meanwhile: again now
+                    await asyncio.sleep(PERSIST_RETRY_S[min(attempt, len(PERSIST_RETRY_S) - 1)])  # wait-ok: back-off
+                    attempt += 1
+        finally:
+            self._listing_until_listed = False
 
     def unlisted_error(self) -> HeraldError:
         """FRAGMENT_STORE_UNHEALTHY (503, retryable) for a journal never listed: a
@@ -225,9 +246,9 @@ class FragmentKeeper:
                            f"{self.journal.spec.name}: its fragment store {stores} has not been listed yet "
                            f"({self._listing_error}); the persisted head is unknown until it is, retry")
 
-    def list_stores_blocking(self) -> list[Fragment]:
+    def list_stores_blocking(self, stores: list[Store] | None = None) -> list[Fragment]:
         """`list_stores`, blocking: for callers already on an executor thread."""
-        return [fragment for store in self.journal.stores
+        return [fragment for store in (self.journal.stores if stores is None else stores)
                 for fragment in list_fragments(store, self.journal.spec.name)]
 
     # -- listing ---------------------------------------------------------------------
@@ -266,17 +287,19 @@ class FragmentKeeper:
         finally:
             self._listing_now, self._listed_now_at = None, asyncio.get_running_loop().time()
 
-    async def _list_into_index(self) -> None:
+    async def _list_into_index(self) -> bool:
         """One listing of the stores into the index (waking readers it may serve); a
-        failed listing is logged and leaves the index as it was."""
+        failed listing is logged and leaves the index as it was. Whether it answered."""
+        stores = list(self.journal.stores)
         try:
-            self.journal.index.replace_remote(await self.list_stores())
+            self.journal.index.replace_remote(await self.list_stores(stores))
         except OSError as err:
             self._listing_error = f"listing failed: {err}"
             log.warning("store listing failed: %s", err, extra={"journal": self.journal.spec.name})
-            return
-        self.listed = True
+            return False
+        self._mark_listed(stores)
         self.journal.wake_readers()
+        return True
 
     def stop_refreshing(self) -> None:
         """No further listings (the journal is closing); one running is stopped with
@@ -353,15 +376,6 @@ class FragmentKeeper:
             self.journal.roll_if_first = True
             self.journal.poke()
         return doomed
-
-
-def _listing_threads(stores: list[Store]) -> LoopThreads:
-    """The listing threads of the endpoints ``stores`` live on (scheme and host, not
-    the whole URL: journals with a store each would otherwise get threads each)."""
-    key = tuple(urlsplit(store.url)[:2] for store in stores)
-    if key not in _list_threads:
-        _list_threads[key] = LoopThreads(LIST_THREADS_PER_STORE, "herald-list")
-    return _list_threads[key]
 
 
 def _remove_local_files(done: Completed) -> None:

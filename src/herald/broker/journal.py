@@ -203,8 +203,10 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary):
         self.role_changes.signal()
 
     def update_spec(self, spec: JournalSpec, stores: list[Store]) -> None:
-        """A new revision of the spec: takes effect at the next roll / refresh."""
+        """A new revision of the spec: takes effect at the next roll / refresh, but a
+        store never listed is listed before the next append (`stores_changed`)."""
         self.spec, self.stores = spec, stores
+        self.fragments.stores_changed()
         self._start_pulse_if_needed()
 
     # -- appends -----------------------------------------------------------------------

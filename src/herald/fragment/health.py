@@ -118,6 +118,7 @@ class StoreHealth:
         self._recovered = asyncio.Event()
         self._poked = asyncio.Event()
         self._probing = False
+        self._probe_started = 0.0  # loop time the running probe started
         self._probe_failed = False
         self._local_error: HeraldError | None = None  # the last probe could not run here
         self._task: asyncio.Task | None = None
@@ -181,9 +182,18 @@ class StoreHealth:
             return
         if self._local_error is not None:
             raise self._local_error
-        detail = self._last_error or "not yet checked"
+        detail = self._last_error or self._unchecked_detail()
         raise HeraldError(Status.FRAGMENT_STORE_UNHEALTHY,
                           f"fragment store {self.store.url} is unhealthy: {detail}", "journal")
+
+    def _unchecked_detail(self) -> str:
+        """Why a store never checked is not healthy: a first probe that has not
+        answered (a store that accepts and never answers) says so and for how long,
+        so an operator looks at the store, not at the broker."""
+        if not self._probing:
+            return "not yet checked"
+        waited = asyncio.get_running_loop().time() - self._probe_started
+        return f"not yet checked: its first probe has had no answer for {waited:.0f}s"
 
     async def check_now(self, timeout_s: float = PROBE_TIMEOUT_S * 2) -> HealthState:
         """Probe now and return the outcome of a probe that started after this call
@@ -235,7 +245,7 @@ class StoreHealth:
 
     async def _probe_once(self) -> str | None:
         loop = asyncio.get_running_loop()
-        self._probing = True
+        self._probing, self._probe_started = True, loop.time()
         self._local_error = None
         try:
             await asyncio.wait_for(loop.run_in_executor(None, probe, self.store, self._name),

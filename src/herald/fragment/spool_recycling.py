@@ -36,6 +36,11 @@ Safety:
   name (a rename a power cut left durable at both names), the files past `KEEP`.
   Handed to a new spool, a file with another name would be a live spool's file
   too [I-FRAG-2]: `take` also checks, and drops such a file.
+- The first version of this module kept files in the journal's own directory,
+  beside its spools (``<ino>.retiring``, then ``<begin>.free``). Nothing reads
+  those names there any more, so a data dir that version left them in (a kill -9
+  mid-retire, or kept files never taken) held their disk for good: `sweep` also
+  removes them from every journal's directory. No spool is ever named so.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ log = logging.getLogger(__name__)
 FREE_SUFFIX = ".free"
 KEPT_DIR = "+kept"
 _RETIRING_SUFFIX = ".retiring"
+_OLD_NAMES = (_RETIRING_SUFFIX, FREE_SUFFIX)  # kept in a journal's directory by the first version
 KEEP = 4
 MIN_BYTES = 1 << 20
 
@@ -98,18 +104,43 @@ def take(directory: Path, path: Path) -> int:
 
 
 def sweep(spools: Path) -> int:
-    """Remove what a crash left half-done in ``spools/+kept`` (see the module doc):
-    every name but `KEEP` kept files of one name each. Run before any spool under
+    """Remove what a crash left half-done in ``spools/+kept`` — every name but
+    `KEEP` kept files of one name each — and the kept files an older version left
+    in journals' own directories (see the module doc). Run before any spool under
     ``spools`` is created; how many names were removed. Nothing is synced: a
     removal a power cut undoes is swept again at the next start. Blocking."""
-    kept = spools / KEPT_DIR
+    try:
+        journal_dirs = [entry for entry in os.scandir(spools)
+                        if entry.name != KEPT_DIR and entry.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:
+        return 0
+    removed = _remove(_kept_leftovers(spools / KEPT_DIR))
+    removed += sum(_remove(_journal_dir_leftovers(entry.path)) for entry in journal_dirs)
+    if removed:
+        log.info("spool recycling: removed %d files a crash left in %s", removed, spools)
+    return removed
+
+
+def _kept_leftovers(kept: Path) -> list[os.DirEntry[str]]:
     try:
         entries = sorted(os.scandir(kept), key=lambda entry: entry.name)
     except FileNotFoundError:
-        return 0
+        return []
     ready = [entry for entry in entries if _ready(entry)]
-    doomed = [entry for entry in entries
-              if entry not in ready[:KEEP] and not entry.is_dir(follow_symlinks=False)]
+    return [entry for entry in entries if entry not in ready[:KEEP] and not entry.is_dir(follow_symlinks=False)]
+
+
+def _journal_dir_leftovers(directory: str) -> list[os.DirEntry[str]]:
+    """An older version's kept files in a journal's directory: `_OLD_NAMES`, never a spool's."""
+    try:
+        with os.scandir(directory) as entries:
+            return [entry for entry in entries
+                    if entry.name.endswith(_OLD_NAMES) and not entry.is_dir(follow_symlinks=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _remove(doomed: list[os.DirEntry[str]]) -> int:
     for entry in doomed:
         try:
             os.unlink(entry.path)
@@ -117,8 +148,6 @@ def sweep(spools: Path) -> int:
             pass
         except OSError as err:  # reuse is an optimisation: it must not keep a broker from starting
             log.warning("spool recycling: cannot remove %s: %s", entry.path, err)
-    if doomed:
-        log.info("spool recycling: removed %d files a crash left in %s", len(doomed), kept)
     return len(doomed)
 
 

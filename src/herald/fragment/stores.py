@@ -70,6 +70,9 @@ S3_CLIENT_CONFIG: Mapping[str, Any] = {
     "connect_timeout": 5,
     "read_timeout": 60,
     "retries": {"max_attempts": 3, "mode": "standard"},
+    # Connections kept per store: its listing threads (herald.broker.listing_threads)
+    # and uploads run at once; botocore's default is 10.
+    "max_pool_connections": 32,
 }
 
 
@@ -157,7 +160,7 @@ class Store:
         _check_prefix(prefix)
         base = self._path(prefix[:-1]) if prefix else self._root
         with self._io:
-            found = self._fs.find(base.rstrip("/"), detail=True)
+            found = self._find(base.rstrip("/"), prefix)
         start = len(self._fs._strip_protocol(base).rstrip("/")) + 1
         out = [(name[start:], _mod_time(info))
                for name, info in found.items() if info.get("type") != "directory"]
@@ -172,6 +175,10 @@ class Store:
         """A URL anyone can GET for ``ttl_s`` seconds (read offload, gazette-facts §4.8)."""
         with self._io:
             return self._fs.sign(self._path(relative_path), expiration=max(1, int(ttl_s)))
+
+    def _find(self, base: str, prefix: str) -> dict[str, Any]:
+        """Every file under ``base`` (the root joined with ``prefix``), by full path."""
+        return self._fs.find(base, detail=True)
 
     def _is_listed(self, relative_path: str) -> bool:
         return True
@@ -224,6 +231,20 @@ class FileStore(Store):
     def _is_listed(self, relative_path: str) -> bool:
         # Hide our own in-flight puts.
         return not posixpath.basename(relative_path).startswith(_TEMP_PREFIX)
+
+
+class S3Store(Store):
+    """An S3 bucket (s3fs): one journal's listing is one ListObjectsV2 of its key
+    prefix. s3fs's ``find`` of a path that matches no key asks twice more whether
+    it names an object or a directory (HEAD, then a delimited LIST): three round
+    trips for every journal with nothing persisted yet, which on a slow endpoint
+    tripled the time a restarted broker's journals waited for their first listing.
+    Listed as the root with a key prefix, an empty answer is final."""
+
+    def _find(self, base: str, prefix: str) -> dict[str, Any]:
+        if not prefix:
+            return super()._find(base, prefix)
+        return self._fs.find(self._root, prefix=prefix, detail=True)
 
 
 def _copy_file(path: str | os.PathLike, out: BinaryIO) -> None:
@@ -305,7 +326,7 @@ def _open_s3(url: str, parts: Any, args: dict, file_root: str, field: str) -> St
     if args.get("profile"):
         kwargs["profile"] = args["profile"]
     errors = (botocore_exceptions.BotoCoreError, botocore_exceptions.ClientError)
-    return Store(url, s3fs.S3FileSystem(**kwargs), parts.netloc + parts.path, errors)
+    return S3Store(url, s3fs.S3FileSystem(**kwargs), parts.netloc + parts.path, errors)
 
 
 def _check_endpoint(endpoint: str, url: str, field: str) -> None:

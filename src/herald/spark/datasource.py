@@ -97,10 +97,10 @@ class HeraldDataSource(DataSource):
         return BatchWriter(opts, schema, plan_journals(opts))
 
     def streamWriter(self, schema: object, overwrite: bool) -> StreamWriter:
-        from herald.spark.sink import StreamWriter
+        from herald.spark.sink import StreamWriter, plan_journals
 
         lean_http()
         freeze_imports()  # the writer's planner and the sink's commit runner, once per micro-batch
         opts = HeraldOptions.parse(self.options, streaming=True)
         opts.require_state("the exactly-once sink (ACK intent records); set checkpointLocation")
-        return StreamWriter(opts, schema)  # lists the output journals when the planner pickles it
+        return StreamWriter(opts, schema, plan_journals(opts))  # listed here: pickling does no I/O

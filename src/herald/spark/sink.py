@@ -281,19 +281,16 @@ class StreamWriter(DataSourceStreamArrowWriter):
 
     Each micro-batch builds this writer twice: in the writer's planner, which
     pickles it for the tasks, and in the sink's commit runner, which only calls
-    `commit` (acknowledging the journals the tasks' intents name). So the output
-    journals are listed (`plan_journals`) when the writer is pickled, not when it
-    is built: the commit runner never pays that broker round trip."""
+    `commit`. Both are built with the output journals listed (`plan_journals`, by
+    ``HeraldDataSource.streamWriter``): the commit runner's listing is one List
+    round trip it does not need, but pickling must stay a pure copy of the state
+    — it listed the journals here once, a broker call that Spark, or anyone
+    pickling the writer, could not see, retry or bound."""
 
     def __init__(self, opts: HeraldOptions, schema: object = None,
                  journals: tuple[JournalInfo, ...] | None = None) -> None:
         self.opts = opts
-        self.journals = journals  # the planner's listing (plan_journals); None: listed when pickled
-
-    def __getstate__(self) -> dict[str, object]:
-        if self.journals is None:  # once, however often the planner pickles it
-            self.journals = plan_journals(self.opts)
-        return self.__dict__
+        self.journals = journals  # the planner's listing (plan_journals); None: each task lists
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
         """Executor, once per task attempt."""
