@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from herald.fragment import commit_log as commit_log_module
 from herald.fragment import writeback
-from herald.fragment.commit_log import INLINE_BYTES, LOG_DIR, CommitLog, LogRecord, decode_records, frame
+from herald.fragment.commit_log import INLINE_BYTES, LOG_DIR, CommitLog
+from herald.fragment.commit_log_records import LogRecord, decode_records, frame
 from herald.fragment.commit_log_replay import replay_segments
 from herald.fragment.commit_log_worker import write_back_file, write_lines
 from herald.fragment.fdpool import DescriptorPool

@@ -13,7 +13,7 @@ logged line, and a checkpoint writes them before it syncs. Rounds of a single
 group keep their two concurrent in-place fdatasyncs (`herald.fragment.rounds`
 says why).
 
-A record names the spool (its directory under the data dir and its begin offset),
+A record (`herald.fragment.commit_log_records`) names the spool (its directory under the data dir and its begin offset),
 where the group's bytes go in the spool file, the commit line and where it goes in
 the commits file, and — for a group under `INLINE_BYTES` — the bytes themselves.
 A larger group's bytes are fdatasync'd in its spool beside the log's sync (they
@@ -54,19 +54,15 @@ import errno
 import functools
 import logging
 import os
-import struct
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
-
-import crc32c
 
 from herald.durable import fsync_directory, make_durable_dirs
 from herald.fragment.commit_log_worker import LogWorker, checkpoint, write_back_file, write_lines
 from herald.fragment.writeback import WRITEBACK_BYTES, chunks_completed
 
-__all__ = ["CommitLog", "LogRecord", "decode_records", "frame"]
+__all__ = ["CommitLog"]
 
 log = logging.getLogger(__name__)
 
@@ -83,52 +79,6 @@ MAX_GROW_BYTES = 8 << 20
 #: Commit lines of logged groups wait in memory (the log holds them durably) and go
 #: to their commits files in batches of this many, on the helper thread.
 LINE_BATCH = 256
-_FRAME = struct.Struct("<II")  # payload length, CRC32C of the payload
-_HEAD = struct.Struct("<QQQHH")  # spool begin, data offset, line offset, directory and line lengths
-_ZERO_FRAME = bytes(_FRAME.size)
-
-
-@dataclass(frozen=True, slots=True)
-class LogRecord:
-    """One group as the log keeps it (see the module doc)."""
-
-    directory: str  # the spool's directory, relative to the data dir
-    begin: int      # the spool's begin offset (its file name)
-    data_at: int    # where ``data`` goes in the spool file
-    line_at: int    # where ``line`` goes in the commits file
-    line: bytes
-    data: bytes     # empty when the group's bytes were synced in the spool itself
-
-
-def frame(directory: bytes, begin: int, data_at: int, line_at: int, line: bytes,
-          data: Sequence[bytes]) -> list[bytes]:
-    """A record's buffers, ready for one ``pwritev`` (the bodies are not copied)."""
-    head = _HEAD.pack(begin, data_at, line_at, len(directory), len(line)) + directory + line
-    crc = crc32c.crc32c(head)
-    size = len(head)
-    for part in data:
-        crc = crc32c.crc32c(part, crc)
-        size += len(part)
-    return [_FRAME.pack(size, crc), head, *data]
-
-
-def decode_records(buffer: bytes) -> Iterator[LogRecord]:
-    """The intact records at the start of ``buffer``; stops at the first frame that is
-    zeros (never written), short or fails its CRC (torn by a crash)."""
-    view, pos = memoryview(buffer), 0
-    while pos + _FRAME.size <= len(view):
-        size, crc = _FRAME.unpack_from(view, pos)
-        payload = view[pos + _FRAME.size:pos + _FRAME.size + size]
-        if size < _HEAD.size or len(payload) < size or crc32c.crc32c(payload) != crc:
-            return
-        begin, data_at, line_at, dir_len, line_len = _HEAD.unpack_from(payload)
-        at = _HEAD.size
-        directory = bytes(payload[at:at + dir_len]).decode()
-        line = bytes(payload[at + dir_len:at + dir_len + line_len])
-        yield LogRecord(directory, begin, data_at, line_at, line, bytes(payload[at + dir_len + line_len:]))
-        pos += _FRAME.size + size
-
-
 class CommitLog:
     """One data dir's commit log (see the module doc). `append` is called by one thread
     at a time (the sync round thread); checkpoints run on a helper thread."""

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 
 from herald.durable import fsync_directory
-from herald.fragment.commit_log import LogRecord, decode_records
+from herald.fragment.commit_log_records import LogRecord, decode_records
 from herald.fragment.commit_log_worker import syncfs_of
 from herald.fragment.spool import COMMITS_SUFFIX, SPOOL_SUFFIX
 from herald.fragment.syncfs import syncs_whole_file_system

@@ -23,7 +23,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from herald.fragment.commit_log import INLINE_BYTES, CommitLog, frame
+from herald.fragment.commit_log import INLINE_BYTES, CommitLog
+from herald.fragment.commit_log_records import frame
 from herald.fragment.fdatasyncs import SYNCS, PendingSync
 from herald.fragment.syncfs import syncfs, syncs_whole_file_system
 from herald.protocol.errors import HeraldError
