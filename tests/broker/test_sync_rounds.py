@@ -24,6 +24,11 @@ def _spool(directory, pool: DescriptorPool) -> Spool:
     return Spool(directory, directory.name, 0, CompressionCodec.NONE, LabelSet(), pool=pool)
 
 
+def _no_timed_wait(monkeypatch) -> None:
+    monkeypatch.setattr(sync_rounds, "GATHER_SHARE", 1e6)
+    monkeypatch.setattr(sync_rounds, "GATHER_MAX_S", 1e6)
+
+
 def _bodies(count: int) -> list[bytes]:
     return [b"%d\n" % i for i in range(count)]
 
@@ -42,7 +47,7 @@ async def _turns(count: int) -> None:
 
 
 def test_a_journal_at_the_gate_takes_its_group_once_the_writers_answered_are_back(tmp_path, monkeypatch):
-    monkeypatch.setattr(sync_rounds, "GATHER_SHARE", 1e6)  # only arrivals open the next round
+    _no_timed_wait(monkeypatch)  # only arrivals open the next round
     pool = DescriptorPool(budget_fds=16)
     first_spool, second_spool = _spool(tmp_path / "a", pool), _spool(tmp_path / "b", pool)
 
@@ -82,7 +87,7 @@ def test_a_lone_writer_after_many_waits_once_then_never_for_the_others(tmp_path,
         await rounds.commit(GroupWrite(spool, [b"x\n"], LabelSet(), 1.0))
         # Now its round answered one append: the next opens when that one writer is
         # back, never waiting for the 31 gone (no timed wait can rescue it here).
-        monkeypatch.setattr(sync_rounds, "GATHER_SHARE", 1e6)
+        _no_timed_wait(monkeypatch)
         for _ in range(3):
             gate = rounds.gate()
             assert gate is not None

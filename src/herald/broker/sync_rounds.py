@@ -39,8 +39,10 @@ from herald.protocol.errors import HeraldError
 __all__ = ["RoundThread", "SyncRounds", "commit_in_round"]
 
 #: The longest a finished round waits for its writers to come back, as a share of
-#: its own duration (a writer that does not come back costs at most this, once).
+#: its own duration and in seconds (a writer that does not come back costs at most
+#: this, once; a round slowed by a stalled disk must not hold the next one long).
 GATHER_SHARE = 0.5
+GATHER_MAX_S = 0.002
 
 Waiter = tuple[GroupWrite, "asyncio.Future[list[str]]"]
 Outcomes = list[list[str] | OSError | HeraldError]
@@ -65,7 +67,8 @@ class RoundThread(HelperThreads[tuple]):
             timed_out: Callable[[], object] | None = None) -> None:
         """Run `write_round` on ``writes`` in the thread; ``done(outcomes)`` (or the
         exception, for a bug) then runs on ``loop``, and ``timed_out()`` too if no
-        next round comes within `GATHER_SHARE` of this one's duration."""
+        next round comes within `GATHER_SHARE` of this one's duration (at most
+        `GATHER_MAX_S`)."""
         self._submit((writes, loop, done, timed_out))
 
     def _serve(self) -> None:
@@ -89,7 +92,8 @@ class RoundThread(HelperThreads[tuple]):
             _, loop, _, timed_out = job
             wait, late = None, None
             if timed_out is not None:
-                wait, late = GATHER_SHARE * (time.perf_counter() - started), (loop, timed_out)
+                took = time.perf_counter() - started
+                wait, late = min(GATHER_SHARE * took, GATHER_MAX_S), (loop, timed_out)
             del job, outcome, loop, timed_out  # hold nothing of a finished round while idle
 
     def _run(self, job: tuple) -> Outcomes | BaseException:
@@ -190,8 +194,8 @@ class SyncRounds:
         would settle into two cohorts taking turns, each sync covering half of them
         (14-16 appends per round with 32 writers). So the next round waits for the
         writers just answered to come back, at most `GATHER_SHARE` of this round's
-        duration (a lone writer left after many pays that once; then its round
-        answers one append and waits for one)."""
+        duration or `GATHER_MAX_S` (a lone writer left after many pays that once;
+        then its round answers one append and waits for one)."""
         if self.gather_target < 0:
             return
         self.gather_target = -1
