@@ -94,9 +94,13 @@ def test_a_lone_writer_after_many_waits_once_then_never_for_the_others(tmp_path,
             _arrive(rounds, 1)
             await asyncio.wait_for(gate, 30)
             await rounds.commit(GroupWrite(spool, [b"y\n"], LabelSet(), 1.0))
+        # Its append arrives before its journal comes to the gate: no gate at all.
+        _arrive(rounds, 1)
+        assert rounds.gate() is None
+        await rounds.commit(GroupWrite(spool, [b"z\n"], LabelSet(), 1.0))
 
     asyncio.run(main())
-    assert spool.end == len(b"".join(_bodies(32))) + 2 + 3 * 2
+    assert spool.end == len(b"".join(_bodies(32))) + 2 + 3 * 2 + 2
 
 
 def test_a_journal_at_the_gate_is_let_through_when_no_round_follows(tmp_path):

@@ -202,6 +202,11 @@ class SyncRounds:
         if self.gather_target < 0:
             return
         self.gather_target = -1
+        if not self._gate and not self._waiting:
+            # Every journal is idle (a lone writer's, typically): its group starts a
+            # round at once, with no loop turns through the gate.
+            self._running = False
+            return
         # After the journal that queued this append came to the gate (scheduled first).
         self.loop.call_soon(self._open_next_round)
 
