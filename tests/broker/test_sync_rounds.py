@@ -1,6 +1,9 @@
-"""The broker's sync round thread (herald.broker.sync_rounds.RoundThread): a round's
-outcome comes back on the loop, and the thread ends when stopped (a broker's
-SyncRounds stops it when collected)."""
+"""The broker's sync rounds (herald.broker.sync_rounds): a journal that has appends
+queued while a round is under way takes its group only when the next round opens;
+the next round opens once the appends the last one answered came back, or when they
+take too long (a lone writer after many is never left waiting for the others); the
+round thread's outcome comes back on the loop, and the thread ends when stopped (a
+broker's SyncRounds stops it when collected)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ import asyncio
 import hashlib
 import threading
 
-from herald.broker.sync_rounds import RoundThread
+from herald.broker import sync_rounds
+from herald.broker.sync_rounds import RoundThread, SyncRounds
 from herald.fragment.fdpool import DescriptorPool
 from herald.fragment.rounds import GroupWrite
 from herald.fragment.spool import Spool
@@ -18,6 +22,106 @@ from herald.protocol.labels import LabelSet
 
 def _spool(directory, pool: DescriptorPool) -> Spool:
     return Spool(directory, directory.name, 0, CompressionCodec.NONE, LabelSet(), pool=pool)
+
+
+def _no_timed_wait(monkeypatch) -> None:
+    monkeypatch.setattr(sync_rounds, "GATHER_SHARE", 1e6)
+    monkeypatch.setattr(sync_rounds, "GATHER_MAX_S", 1e6)
+
+
+def _bodies(count: int) -> list[bytes]:
+    return [b"%d\n" % i for i in range(count)]
+
+
+def _arrive(rounds: SyncRounds, count: int) -> None:
+    """What a journal's `_enqueue` does for each append it queues."""
+    for _ in range(count):
+        rounds.arrivals += 1
+        if rounds.arrivals == rounds.gather_target:
+            rounds.arrived()
+
+
+async def _turns(count: int) -> None:
+    for _ in range(count):
+        await asyncio.sleep(0)  # wait-ok: loop turns, to show something did NOT happen in them
+
+
+def test_a_journal_at_the_gate_takes_its_group_once_the_writers_answered_are_back(tmp_path, monkeypatch):
+    _no_timed_wait(monkeypatch)  # only arrivals open the next round
+    pool = DescriptorPool(budget_fds=16)
+    first_spool, second_spool = _spool(tmp_path / "a", pool), _spool(tmp_path / "b", pool)
+
+    async def main() -> SyncRounds:
+        rounds = SyncRounds(asyncio.get_running_loop())
+        assert rounds.gate() is None  # no round under way: take the group now
+        first = asyncio.ensure_future(rounds.commit(GroupWrite(first_spool, _bodies(3), LabelSet(), 1.0)))
+        await _turns(1)  # the commit starts its round
+        gate = rounds.gate()
+        assert gate is not None
+        assert await asyncio.wait_for(first, 30) == [hashlib.sha1(b).hexdigest() for b in _bodies(3)]
+        _arrive(rounds, 2)  # two of the three writers answered are back
+        await _turns(5)
+        assert not gate.done()
+        _arrive(rounds, 1)  # the third
+        await asyncio.wait_for(gate, 30)
+        # The group taken at the gate forms the next round.
+        assert await rounds.commit(GroupWrite(second_spool, [b"2\n"], LabelSet(), 1.0)) \
+            == [hashlib.sha1(b"2\n").hexdigest()]
+        return rounds
+
+    rounds = asyncio.run(main())
+    assert (rounds.rounds, rounds.groups) == (2, 2)
+    assert second_spool.end == 2
+
+
+def test_a_lone_writer_after_many_waits_once_then_never_for_the_others(tmp_path, monkeypatch):
+    spool = _spool(tmp_path / "a", DescriptorPool(budget_fds=8))
+
+    async def main() -> None:
+        rounds = SyncRounds(asyncio.get_running_loop())
+        await rounds.commit(GroupWrite(spool, _bodies(32), LabelSet(), 1.0))  # 32 writers answered
+        _arrive(rounds, 1)  # only one comes back
+        gate = rounds.gate()
+        assert gate is not None
+        await asyncio.wait_for(gate, 30)  # opened by the round thread's timed wait
+        await rounds.commit(GroupWrite(spool, [b"x\n"], LabelSet(), 1.0))
+        # Now its round answered one append: the next opens when that one writer is
+        # back, never waiting for the 31 gone (no timed wait can rescue it here).
+        _no_timed_wait(monkeypatch)
+        for _ in range(3):
+            gate = rounds.gate()
+            assert gate is not None
+            _arrive(rounds, 1)
+            await asyncio.wait_for(gate, 30)
+            await rounds.commit(GroupWrite(spool, [b"y\n"], LabelSet(), 1.0))
+        # Its append arrives before its journal comes to the gate: no gate at all.
+        _arrive(rounds, 1)
+        assert rounds.gate() is None
+        await rounds.commit(GroupWrite(spool, [b"z\n"], LabelSet(), 1.0))
+
+    asyncio.run(main())
+    assert spool.end == len(b"".join(_bodies(32))) + 2 + 3 * 2 + 2
+
+
+def test_a_journal_at_the_gate_is_let_through_when_no_round_follows(tmp_path):
+    spool = _spool(tmp_path / "a", DescriptorPool(budget_fds=8))
+
+    async def main() -> None:
+        rounds = SyncRounds(asyncio.get_running_loop())
+        await rounds.commit(GroupWrite(spool, [b"x\n"], LabelSet(), 1.0))
+        # Its round just ended and its writer never comes back: a journal at the gate
+        # is let through when the wait times out, and the rounds go idle.
+        gate = rounds.gate()
+        assert gate is not None
+        await asyncio.wait_for(gate, 30)
+        await asyncio.wait_for(_idle(rounds), 30)
+
+    asyncio.run(main())
+
+
+async def _idle(rounds: SyncRounds) -> None:
+    while rounds.gate() is not None:
+        await asyncio.sleep(0)  # wait-ok: loop turns until the gathering ends; bounded by wait_for
 
 
 def test_the_round_thread_ends_when_stopped(tmp_path):

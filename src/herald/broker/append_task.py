@@ -64,10 +64,16 @@ class AppendTask:
             self._queue = AppendQueue(self._rounds.loop)
             self._serving.start_soon(self._append_loop(self._queue), "append")
         self._queue.put(item)
+        rounds = self._rounds
+        rounds.arrivals += 1
+        if rounds.arrivals == rounds.gather_target:  # a finished round's writers are back
+            rounds.arrived()
 
     async def _append_loop(self, queue: AppendQueue) -> None:
         while True:
             await queue.wait()
+            if self.pipeline is None and queue.has_append() and (gate := self._rounds.gate()) is not None:
+                await gate  # the round under way ends: take every append queued by then
             group, taken = queue.take(MAX_GROUP_BYTES)
             try:
                 if not self._holding_spool_lock:
@@ -234,6 +240,10 @@ class AppendQueue:
         while not self._items:
             self._waiter = self._loop.create_future()
             await self._waiter
+
+    def has_append(self) -> bool:
+        """Whether an append (not only pokes) is queued."""
+        return any(item is not None for item in self._items)
 
     def take(self, max_bytes: int) -> tuple[list[Pending], int]:
         """The next group: queued appends, in order, until ``max_bytes`` is reached

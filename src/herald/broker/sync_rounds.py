@@ -5,10 +5,16 @@ many journals, syncing each group on its own costs an executor hop, a loop wake-
 and two fdatasyncs per journal, one after another as threads free up. Here the
 groups of every journal that is ready join one round: one job on the broker's
 round thread (`RoundThread`) runs `herald.fragment.rounds.write_round` for all of
-them, and the groups that arrive meanwhile form the next round, which starts the
-moment this one ends.
+them. Meanwhile a journal with appends queued waits at the round's `gate`; when the
+round ends and the writers it answered had a moment to send their next appends
+(see `SyncRounds._gather_step`), the gate opens, every journal waiting there takes
+its group, and those groups form the next round.
 
-    sums = await commit_in_round(GroupWrite(spool, bodies, registers, now))
+    rounds = rounds_of_running_loop()         # once per journal
+    rounds.arrivals += 1                      # each append queued
+    if (gate := rounds.gate()) is not None:   # before taking a group
+        await gate
+    sums = await rounds.commit(GroupWrite(spool, bodies, registers, now))
 
 Acknowledgement is unchanged: a group's future resolves only after its own data and
 commit line are both fdatasync'd [I-APPEND-3]; a group that fails fails alone.
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import queue
 import time
 import weakref
 from collections.abc import Callable
@@ -30,6 +37,15 @@ from herald.helper_threads import HelperThreads
 from herald.protocol.errors import HeraldError
 
 __all__ = ["RoundThread", "SyncRounds", "commit_in_round"]
+
+#: The longest a finished round waits for its writers to come back, as a share of
+#: its own duration and in seconds (a writer that does not come back costs at most
+#: this, once; a round slowed by a stalled disk must not hold the next one long).
+#: A full round is the break-even: two cohorts taking turns get half the writers
+#: per round; waiting up to a round gets them all in at most two (half measured
+#: slower under load: the answers alone outlasted it, and the cohorts stayed).
+GATHER_SHARE = 1.0
+GATHER_MAX_S = 0.002
 
 Waiter = tuple[GroupWrite, "asyncio.Future[list[str]]"]
 Outcomes = list[list[str] | OSError | HeraldError]
@@ -50,10 +66,38 @@ class RoundThread(HelperThreads[tuple]):
         super().__init__(1, "herald-sync-round")
 
     def run(self, writes: list[GroupWrite], loop: asyncio.AbstractEventLoop,
-            done: Callable[[Outcomes | BaseException], object]) -> None:
+            done: Callable[[Outcomes | BaseException], object],
+            timed_out: Callable[[], object] | None = None) -> None:
         """Run `write_round` on ``writes`` in the thread; ``done(outcomes)`` (or the
-        exception, for a bug) then runs on ``loop``."""
-        self._submit((writes, loop, done))
+        exception, for a bug) then runs on ``loop``, and ``timed_out()`` too if no
+        next round comes within `GATHER_SHARE` of this one's duration (at most
+        `GATHER_MAX_S`)."""
+        self._submit((writes, loop, done, timed_out))
+
+    def _serve(self) -> None:
+        # HelperThreads._serve, but a finished round's wait for the next one is timed:
+        # the loop has no timer finer than a millisecond, and this thread is idle.
+        wait, late = None, None
+        while True:
+            try:
+                job = self._jobs.get(timeout=wait)
+            except queue.Empty:
+                _call_soon(*late)
+                wait = late = None
+                continue
+            if job is None:
+                return
+            started = time.perf_counter()
+            outcome = self._run(job)
+            with self._lock:
+                self._outstanding -= 1
+            self._finish(job, outcome)
+            _, loop, _, timed_out = job
+            wait, late = None, None
+            if timed_out is not None:
+                took = time.perf_counter() - started
+                wait, late = min(GATHER_SHARE * took, GATHER_MAX_S), (loop, timed_out)
+            del job, outcome, loop, timed_out  # hold nothing of a finished round while idle
 
     def _run(self, job: tuple) -> Outcomes | BaseException:
         try:
@@ -62,11 +106,14 @@ class RoundThread(HelperThreads[tuple]):
             return err
 
     def _finish(self, job: tuple, outcome: object) -> None:
-        _, loop, done = job
-        try:
-            loop.call_soon_threadsafe(done, outcome)
-        except RuntimeError:  # the loop closed meanwhile: nobody waits any more
-            pass
+        _call_soon(job[1], job[2], outcome)
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[..., object], *args: object) -> None:
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:  # the loop closed meanwhile: nobody waits any more
+        pass
 
 
 def _counted_round(writes: list[GroupWrite]) -> Outcomes:
@@ -91,6 +138,19 @@ class SyncRounds:
         weakref.finalize(self, self._thread.stop)
         self.rounds = 0
         self.groups = 0
+        self.arrivals = 0  # appends (and pokes) queued by this loop's journals, counted by them
+        self.gather_target = -1  # after a round, the arrivals that bring its writers back
+        self._gate: list[asyncio.Future[None]] = []
+
+    def gate(self) -> asyncio.Future[None] | None:
+        """What a journal with appends queued awaits before it takes its group: None
+        when no round is under way (go now), else a future resolved when the next
+        round opens, so that the group holds every append that arrived until then."""
+        if not self._running:
+            return None
+        opened: asyncio.Future[None] = self.loop.create_future()
+        self._gate.append(opened)
+        return opened
 
     async def commit(self, write: GroupWrite) -> list[str]:
         """Make ``write`` durable in the next round; its body SHA1s, or its error."""
@@ -111,7 +171,8 @@ class SyncRounds:
         METRICS.sync_rounds.inc()
         writes = [write for write, _ in batch]
         started = time.perf_counter()
-        self._thread.run(writes, self.loop, functools.partial(self._end_round, batch, started))
+        self._thread.run(writes, self.loop, functools.partial(self._end_round, batch, started),
+                         functools.partial(self._gather_timed_out, self.rounds))
 
     def _end_round(self, batch: list[Waiter], started: float, result: Outcomes | BaseException) -> None:
         METRICS.sync_round_seconds.observe(time.perf_counter() - started)
@@ -123,18 +184,53 @@ class SyncRounds:
                 done.set_exception(outcome)
             else:
                 done.set_result(outcome)
-        # The next round starts once the journals just answered had their turn: each
-        # one's append task wakes (already scheduled, so ahead of this callback) and
-        # hands in its next group at once. Started here, the round would hold only
-        # the groups that waited through this one, and every journal would miss
-        # every other round (16 journals ran at half the rate of one).
+        # Gather: the next round opens once as many appends arrived as this one
+        # answered (`arrived`), or when its writers took too long (`_gather_timed_out`).
+        self.gather_target = self.arrivals + sum(len(write.contents) for write, _ in batch)
+
+    def arrived(self) -> None:
+        """The appends a finished round waits for are all queued (a journal calls this
+        when its count of `arrivals` reaches `gather_target`): open the next round.
+
+        A round's writers are answered as it ends. Started at once, the next round
+        would hold only the appends that arrived while this one ran, and the writers
+        would settle into two cohorts taking turns, each sync covering half of them
+        (14-16 appends per round with 32 writers). So the next round waits for the
+        writers just answered to come back, at most `GATHER_SHARE` of this round's
+        duration or `GATHER_MAX_S` (a lone writer left after many pays that once;
+        then its round answers one append and waits for one)."""
+        if self.gather_target < 0:
+            return
+        self.gather_target = -1
+        if not self._gate and not self._waiting:
+            # Every journal is idle (a lone writer's, typically): its group starts a
+            # round at once, with no loop turns through the gate.
+            self._running = False
+            return
+        # After the journal that queued this append came to the gate (scheduled first).
+        self.loop.call_soon(self._open_next_round)
+
+    def _gather_timed_out(self, number: int) -> None:
+        if self.rounds == number:  # still gathering after round ``number``
+            self.arrived()
+
+    def _open_next_round(self) -> None:
+        self._open_gate()
+        # After the journals woken here take their groups (scheduled first).
         self.loop.call_soon(self._start_next_round)
+
+    def _open_gate(self) -> None:
+        gate, self._gate = self._gate, []
+        for opened in gate:
+            if not opened.done():
+                opened.set_result(None)
 
     def _start_next_round(self) -> None:
         if self._waiting:
             self._start_round()
         else:
             self._running = False
+            self._open_gate()  # a journal that came to the gate just now: no round will open it
 
 
 _ROUNDS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SyncRounds] = weakref.WeakKeyDictionary()
