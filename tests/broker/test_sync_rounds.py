@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import threading
 
-from herald.broker import sync_rounds
 from herald.broker.sync_rounds import RoundThread, SyncRounds
 from herald.fragment.fdpool import DescriptorPool
 from herald.fragment.rounds import GroupWrite
@@ -24,9 +23,9 @@ def _spool(directory, pool: DescriptorPool) -> Spool:
     return Spool(directory, directory.name, 0, CompressionCodec.NONE, LabelSet(), pool=pool)
 
 
-def _no_timed_wait(monkeypatch) -> None:
-    monkeypatch.setattr(sync_rounds, "GATHER_SHARE", 1e6)
-    monkeypatch.setattr(sync_rounds, "GATHER_MAX_S", 1e6)
+def _no_timed_wait(rounds: SyncRounds) -> None:
+    """Only arrivals open the next round from now on (no timed wait rescues it)."""
+    rounds.gather_share = rounds.gather_max_s = 1e6
 
 
 def _bodies(count: int) -> list[bytes]:
@@ -46,13 +45,13 @@ async def _turns(count: int) -> None:
         await asyncio.sleep(0)  # wait-ok: loop turns, to show something did NOT happen in them
 
 
-def test_a_journal_at_the_gate_takes_its_group_once_the_writers_answered_are_back(tmp_path, monkeypatch):
-    _no_timed_wait(monkeypatch)  # only arrivals open the next round
+def test_a_journal_at_the_gate_takes_its_group_once_the_writers_answered_are_back(tmp_path):
     pool = DescriptorPool(budget_fds=16)
     first_spool, second_spool = _spool(tmp_path / "a", pool), _spool(tmp_path / "b", pool)
 
     async def main() -> SyncRounds:
         rounds = SyncRounds(asyncio.get_running_loop())
+        _no_timed_wait(rounds)
         assert rounds.gate() is None  # no round under way: take the group now
         first = asyncio.ensure_future(rounds.commit(GroupWrite(first_spool, _bodies(3), LabelSet(), 1.0)))
         await _turns(1)  # the commit starts its round
@@ -74,7 +73,7 @@ def test_a_journal_at_the_gate_takes_its_group_once_the_writers_answered_are_bac
     assert second_spool.end == 2
 
 
-def test_a_lone_writer_after_many_waits_once_then_never_for_the_others(tmp_path, monkeypatch):
+def test_a_lone_writer_after_many_waits_once_then_never_for_the_others(tmp_path):
     spool = _spool(tmp_path / "a", DescriptorPool(budget_fds=8))
 
     async def main() -> None:
@@ -87,7 +86,7 @@ def test_a_lone_writer_after_many_waits_once_then_never_for_the_others(tmp_path,
         await rounds.commit(GroupWrite(spool, [b"x\n"], LabelSet(), 1.0))
         # Now its round answered one append: the next opens when that one writer is
         # back, never waiting for the 31 gone (no timed wait can rescue it here).
-        _no_timed_wait(monkeypatch)
+        _no_timed_wait(rounds)
         for _ in range(3):
             gate = rounds.gate()
             assert gate is not None
@@ -117,6 +116,31 @@ def test_a_journal_at_the_gate_is_let_through_when_no_round_follows(tmp_path):
         await asyncio.wait_for(_idle(rounds), 30)
 
     asyncio.run(main())
+
+
+def test_a_replicas_group_is_never_held_for_a_journals_writers(tmp_path):
+    """A replica's group (`commit_in_round`) is awaited by its primary, not by writers
+    that come back through the gate: it opens a round that waits for writers, and a
+    round of replica groups alone waits for nobody."""
+    pool = DescriptorPool(budget_fds=16)
+    journal_spool, replica_spool = _spool(tmp_path / "a", pool), _spool(tmp_path / "b", pool)
+
+    async def main() -> SyncRounds:
+        rounds = SyncRounds(asyncio.get_running_loop())
+        _no_timed_wait(rounds)
+        await rounds.commit(GroupWrite(journal_spool, _bodies(3), LabelSet(), 1.0))
+        gate = rounds.gate()  # waiting for the three writers answered, who never come
+        assert gate is not None
+        await asyncio.wait_for(rounds.commit(GroupWrite(replica_spool, [b"r\n"], LabelSet(), 1.0),
+                                             gathered=False), 30)
+        await asyncio.wait_for(gate, 30)  # the journal at the gate went with it
+        for _ in range(3):  # rounds of the replica alone wait for nobody
+            await asyncio.wait_for(rounds.commit(GroupWrite(replica_spool, [b"s\n"], LabelSet(), 1.0),
+                                                 gathered=False), 30)
+        return rounds
+
+    rounds = asyncio.run(main())
+    assert (rounds.rounds, replica_spool.end) == (5, 8)
 
 
 async def _idle(rounds: SyncRounds) -> None:

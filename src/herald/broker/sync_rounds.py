@@ -47,7 +47,11 @@ __all__ = ["RoundThread", "SyncRounds", "commit_in_round"]
 GATHER_SHARE = 1.0
 GATHER_MAX_S = 0.002
 
-Waiter = tuple[GroupWrite, "asyncio.Future[list[str]]"]
+#: A write waiting for its round, its future, and whether its appends come through
+#: the gate (a journal's; a replica's group does not: see `SyncRounds.commit`).
+Waiter = tuple[GroupWrite, "asyncio.Future[list[str]]", bool]
+#: A round's wait for its writers: share of its duration, most seconds, what runs then.
+Gather = tuple[float, float, Callable[[], object]]
 Outcomes = list[list[str] | OSError | HeraldError]
 
 
@@ -67,12 +71,12 @@ class RoundThread(HelperThreads[tuple]):
 
     def run(self, writes: list[GroupWrite], loop: asyncio.AbstractEventLoop,
             done: Callable[[Outcomes | BaseException], object],
-            timed_out: Callable[[], object] | None = None) -> None:
+            gather: Gather | None = None) -> None:
         """Run `write_round` on ``writes`` in the thread; ``done(outcomes)`` (or the
-        exception, for a bug) then runs on ``loop``, and ``timed_out()`` too if no
-        next round comes within `GATHER_SHARE` of this one's duration (at most
-        `GATHER_MAX_S`)."""
-        self._submit((writes, loop, done, timed_out))
+        exception, for a bug) then runs on ``loop``. With ``gather = (share, most,
+        timed_out)``, ``timed_out()`` runs on ``loop`` too if no next round comes
+        within ``share`` of this one's duration (at most ``most`` seconds)."""
+        self._submit((writes, loop, done, gather))
 
     def _serve(self) -> None:
         # HelperThreads._serve, but a finished round's wait for the next one is timed:
@@ -92,12 +96,12 @@ class RoundThread(HelperThreads[tuple]):
             with self._lock:
                 self._outstanding -= 1
             self._finish(job, outcome)
-            _, loop, _, timed_out = job
+            _, loop, _, gather = job
             wait, late = None, None
-            if timed_out is not None:
-                took = time.perf_counter() - started
-                wait, late = min(GATHER_SHARE * took, GATHER_MAX_S), (loop, timed_out)
-            del job, outcome, loop, timed_out  # hold nothing of a finished round while idle
+            if gather is not None:
+                share, most, timed_out = gather
+                wait, late = min(share * (time.perf_counter() - started), most), (loop, timed_out)
+            del job, outcome, loop, gather  # hold nothing of a finished round while idle
 
     def _run(self, job: tuple) -> Outcomes | BaseException:
         try:
@@ -130,8 +134,12 @@ def _counted_round(writes: list[GroupWrite]) -> Outcomes:
 class SyncRounds:
     """The rounds of one event loop (one broker). Not thread-safe: loop only."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, gather_share: float = GATHER_SHARE,
+                 gather_max_s: float = GATHER_MAX_S) -> None:
         self.loop = loop
+        #: How long a finished round waits for its writers (see `arrived`); tests
+        #: make it unbounded, to show only arrivals open a round.
+        self.gather_share, self.gather_max_s = gather_share, gather_max_s
         self._waiting: list[Waiter] = []
         self._running = False
         self._thread = RoundThread()
@@ -152,10 +160,16 @@ class SyncRounds:
         self._gate.append(opened)
         return opened
 
-    async def commit(self, write: GroupWrite) -> list[str]:
-        """Make ``write`` durable in the next round; its body SHA1s, or its error."""
+    async def commit(self, write: GroupWrite, *, gathered: bool = True) -> list[str]:
+        """Make ``write`` durable in the next round; its body SHA1s, or its error.
+
+        ``gathered=False`` is for a group whose appends were not counted in
+        `arrivals` (a replica's: its primary waits on it): it does not make the next
+        round wait for its writers, and it opens a round that was waiting for others'."""
         done: asyncio.Future[list[str]] = self.loop.create_future()
-        self._waiting.append((write, done))
+        self._waiting.append((write, done, gathered))
+        if not gathered:
+            self.arrived()
         if not self._running:
             self._start_round()
         return await done  # if the appender is cancelled, the round still ends: see _end_round
@@ -169,15 +183,15 @@ class SyncRounds:
         self.rounds += 1
         self.groups += len(batch)
         METRICS.sync_rounds.inc()
-        writes = [write for write, _ in batch]
+        writes = [write for write, _, _ in batch]
         started = time.perf_counter()
-        self._thread.run(writes, self.loop, functools.partial(self._end_round, batch, started),
-                         functools.partial(self._gather_timed_out, self.rounds))
+        gather = (self.gather_share, self.gather_max_s, functools.partial(self._gather_timed_out, self.rounds))
+        self._thread.run(writes, self.loop, functools.partial(self._end_round, batch, started), gather)
 
     def _end_round(self, batch: list[Waiter], started: float, result: Outcomes | BaseException) -> None:
         METRICS.sync_round_seconds.observe(time.perf_counter() - started)
         outcomes = [result] * len(batch) if isinstance(result, BaseException) else result
-        for (_write, done), outcome in zip(batch, outcomes):
+        for (_write, done, _), outcome in zip(batch, outcomes):
             if done.done():
                 continue
             if isinstance(outcome, BaseException):
@@ -186,7 +200,11 @@ class SyncRounds:
                 done.set_result(outcome)
         # Gather: the next round opens once as many appends arrived as this one
         # answered (`arrived`), or when its writers took too long (`_gather_timed_out`).
-        self.gather_target = self.arrivals + sum(len(write.contents) for write, _ in batch)
+        answered = sum(len(write.contents) for write, _, gathered in batch if gathered)
+        if answered:
+            self.gather_target = self.arrivals + answered
+        else:  # only replicas' groups: nobody to wait for
+            self.loop.call_soon(self._open_next_round)
 
     def arrived(self) -> None:
         """The appends a finished round waits for are all queued (a journal calls this
@@ -247,5 +265,6 @@ def rounds_of_running_loop() -> SyncRounds:
 
 
 async def commit_in_round(write: GroupWrite) -> list[str]:
-    """Make ``write`` durable in this broker's next sync round (see the module doc)."""
-    return await rounds_of_running_loop().commit(write)
+    """Make a replica's ``write`` durable in this broker's next sync round (see the
+    module doc), never held for a journal's writers to come back."""
+    return await rounds_of_running_loop().commit(write, gathered=False)
