@@ -15,7 +15,9 @@ task with ``No module named 'herald'``. `ensure_importable` prevents that:
   on the same Herald. Dependencies there are the cluster's to install.
 
 The zip must be added *before* the data source is registered: Spark captures the
-Python includes of a data source when it is registered.
+Python includes of a data source when it is registered, and its environment, where
+`preset_files_path` puts the Spark files directories so that each fresh Python
+process Spark starts for a query skips re-reading ``pyspark.zip``.
 """
 
 from __future__ import annotations
