@@ -54,10 +54,11 @@ def register(spark: Any, ship: bool | None = None) -> None:
     fresh Python processes then load it instead of compiling it."""
     from herald.spark.bytecode import precompile
     from herald.spark.datasource import HeraldDataSource
-    from herald.spark.workers import ensure_importable
+    from herald.spark.workers import ensure_importable, preset_files_path
 
     precompile()
     ensure_importable(spark, ship)  # before registering: Spark captures includes then
+    preset_files_path(spark)  # and the environment: fresh runners start without re-reading zips
     spark.dataSource.register(HeraldDataSource)
 
 
