@@ -164,3 +164,48 @@ def test_the_round_thread_ends_when_stopped(tmp_path):
     rounds.stop()
     thread.join(30)
     assert not thread.is_alive()
+
+
+def test_groups_taken_as_a_round_opens_are_answered_in_its_completion_callback(tmp_path):
+    """`SyncRounds.want`: journals' groups taken by the round itself (no task) share
+    one round, each answered with its own sums when it ends; their writers coming
+    back open the next round, which takes the groups wanted meanwhile; a journal
+    whose take declines (its task takes the appends instead) starts no round."""
+    pool = DescriptorPool(budget_fds=16)
+    spools = [_spool(tmp_path / name, pool) for name in "abc"]
+
+    async def main() -> tuple[SyncRounds, list]:
+        rounds = SyncRounds(asyncio.get_running_loop())
+        _no_timed_wait(rounds)
+        answers: list = []
+        done = asyncio.Event()
+
+        def wanting(spool: Spool, bodies: list[bytes]):
+            def take():
+                return GroupWrite(spool, bodies, LabelSet(), 1.0), lambda outcome: (answers.append(outcome),
+                                                                                    done.set())
+            return take
+
+        rounds.want(wanting(spools[0], _bodies(2)))
+        rounds.want(wanting(spools[1], _bodies(1)))
+        gate = rounds.gate()  # a round is due: a journal's task waits for it
+        assert gate is not None
+        await asyncio.wait_for(done.wait(), 30)
+        assert (rounds.rounds, rounds.groups) == (1, 2)
+        assert answers == [[hashlib.sha1(b).hexdigest() for b in _bodies(2)], [hashlib.sha1(b"0\n").hexdigest()]]
+        done.clear()
+        rounds.want(wanting(spools[2], [b"c\n"]))
+        await _turns(5)
+        assert rounds.rounds == 1  # the three writers just answered are not back yet
+        _arrive(rounds, 3)
+        await asyncio.wait_for(done.wait(), 30)
+        assert rounds.rounds == 2 and answers[-1] == [hashlib.sha1(b"c\n").hexdigest()]
+        _arrive(rounds, 1)
+        rounds.want(lambda: None)  # this journal's task takes its appends
+        await asyncio.wait_for(rounds.gate() or asyncio.sleep(0), 30)
+        await _turns(5)
+        return rounds, answers
+
+    rounds, _ = asyncio.run(main())
+    assert (rounds.rounds, rounds.groups) == (2, 3)
+    assert [spool.end for spool in spools] == [4, 2, 2]

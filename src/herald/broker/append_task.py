@@ -17,6 +17,7 @@ spool, the lock, the role and the roll rules.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections import deque
@@ -32,7 +33,7 @@ from herald.broker.group import (
 )
 from herald.broker.metrics import count_group
 from herald.broker.preconditions import catch_up_to_index, require_full_peerset
-from herald.broker.sync_rounds import SyncRounds, rounds_of_running_loop
+from herald.broker.sync_rounds import SyncRounds, Taken, rounds_of_running_loop
 from herald.fragment.rounds import GroupWrite
 from herald.fragment.spool import Spool
 from herald.fragment.spool_stream import SpoolStream
@@ -54,6 +55,7 @@ class AppendTask:
     _rounds: SyncRounds  # this loop's sync rounds, set with the queue (see _enqueue)
     #: A body streaming into the spool, holding its lock (`herald.broker.append_stream`).
     streaming: StreamedAppend | None = None
+    _round_wanted = False  # a sync round will take this journal's queued appends
 
     def _enqueue(self, item: Pending | None) -> None:
         """Queue an append (None: a poke) for the append task, started on first use."""
@@ -63,11 +65,74 @@ class AppendTask:
             self._rounds = rounds_of_running_loop()
             self._queue = AppendQueue(self._rounds.loop)
             self._serving.start_soon(self._append_loop(self._queue), "append")
-        self._queue.put(item)
         rounds = self._rounds
+        if item is not None and self.pipeline is None:  # the next round takes it (see _take_for_round)
+            self._queue.put(item, wake=False)
+            if not self._round_wanted:
+                self._round_wanted = True
+                rounds.want(self._take_for_round)
+        else:
+            self._queue.put(item)
         rounds.arrivals += 1
         if rounds.arrivals == rounds.gather_target:  # a finished round's writers are back
             rounds.arrived()
+
+    def _take_for_round(self) -> Taken:
+        """The group a sync round takes as it opens, and what answers it as the round
+        ends: the task's `_run_group` and `_commit_group` for an embedded primary,
+        run on the round's own callbacks (`SyncRounds.want`), so no task wakes. Any
+        other case (the spool held, a pipeline, no longer primary or no lease, a
+        spool closed) goes to the task, which takes the queued appends in order."""
+        self._round_wanted = False
+        queue = self._queue
+        assert queue is not None
+        if not queue.has_append():
+            return None
+        spool = self._spool
+        if (self.pipeline is not None or self._inflight or spool is None
+                or not self.is_primary or not self._lease_ok() or not self._spool_lock.try_acquire()):
+            queue.wake()
+            return None
+        group, taken = queue.take(MAX_GROUP_BYTES)
+        try:
+            self._maybe_roll(time.time())
+            require_full_peerset(self)
+            catch_up_to_index(self)
+        except (OSError, HeraldError) as err:  # no descriptors or disk for the next spool
+            fail_group(group, as_herald_error(err))
+            self._round_done(taken)
+            return None
+        spool = self._spool
+        accepted, contents, registers = check_registers(group, spool.registers)
+        if not accepted:
+            self._round_done(taken)
+            return None
+        mark, begin = spool.mark(), spool.end
+        write = GroupWrite(spool, contents, registers, time.time())
+        return write, functools.partial(self._round_ended, accepted, contents, begin, mark, taken)
+
+    def _round_ended(self, accepted: list[tuple[Pending, LabelSet]], contents: list[bytes], begin: int,
+                     mark: object, taken: int, outcome: list[str] | BaseException) -> None:
+        """A group `_take_for_round` gave ended its round: answer it, as `_commit_group`."""
+        try:
+            if isinstance(outcome, BaseException):
+                spool = self._spool
+                assert spool is not None
+                spool.rollback(mark)
+                log.error("journal=%s append failed, group rolled back: %s", self.spec.name, outcome)
+                err = outcome if isinstance(outcome, (OSError, HeraldError)) else HeraldError(
+                    Status.INTERNAL, f"internal error (logged by the broker): {outcome!r}")
+                fail_group([pending for pending, _ in accepted], as_herald_error(err))
+            else:
+                self._published(accepted, contents, outcome, begin)
+        finally:
+            self._round_done(taken)
+
+    def _round_done(self, taken: int) -> None:
+        self._spool_lock.release()
+        queue = self._queue
+        assert queue is not None
+        queue.task_done(taken)
 
     async def _append_loop(self, queue: AppendQueue) -> None:
         while True:
@@ -228,9 +293,15 @@ class AppendQueue:
         """Nothing queued, and the task not running a group."""
         return not self._unfinished
 
-    def put(self, item: Pending | None) -> None:
+    def put(self, item: Pending | None, wake: bool = True) -> None:
+        """Queue ``item``; ``wake=False``: a sync round takes it, not the task."""
         self._items.append(item)
         self._unfinished += 1
+        if wake:
+            self.wake()
+
+    def wake(self) -> None:
+        """Wake the task to take what is queued."""
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_result(None)

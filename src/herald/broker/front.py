@@ -37,6 +37,7 @@ from aiohttp import web
 
 from herald.broker.append_stream import STREAM_MIN_BYTES, StreamedAppend
 from herald.broker.front_http import HeadLimits, KnownHeads, PutHead, commit_answer, error_answer
+from herald.broker.group import AppendCommit
 from herald.broker.journal import Journal
 from herald.broker.limits import MAX_HEADER_FIELDS
 from herald.broker.metrics import METRICS, count_request
@@ -55,6 +56,7 @@ _PUT = b"PUT /"
 _NOT_JOURNALS = ("v1/", "debug/")
 #: Journals whose fast-path eligibility is remembered (all forgotten when full).
 MAX_REMEMBERED_SPECS = 4096
+_INTERNAL = HeraldError(Status.INTERNAL, "internal error (logged by the broker)")
 class Frontage:
     """What every connection of one listener shares: the broker, aiohttp's handler
     factory, the limits, and the open connections (swept for idle ones)."""
@@ -240,16 +242,14 @@ class FrontConnection(asyncio.Protocol):
         self.busy = True
         self.started = time.perf_counter()
         try:
-            future = journal.append_nowait(body)
+            queued = journal.append_nowait(body, self._settle)
         except HeraldError as err:
             count_request("append", err.status.name)
-            # Answered on the next loop turn, as every other answer: a long pipeline of
-            # refused requests must not recurse through _serve.
+            # Answered on the next loop turn: a long pipeline of refusals must not recurse via _serve.
             self.front.loop.call_soon(self._answer, error_answer(err, self._closes()))
             return
-        if future is None:  # the first store is unhealthy: append() waits for it, boundedly
-            future = asyncio.ensure_future(journal.append(body))
-        future.add_done_callback(self._appended)
+        if not queued:  # the first store is unhealthy: append() waits for it, boundedly
+            asyncio.ensure_future(journal.append(body)).add_done_callback(self._appended)
 
     def _append_streamed(self, stream: StreamedAppend) -> None:
         self.busy = True
@@ -268,29 +268,34 @@ class FrontConnection(asyncio.Protocol):
         if stream is not None and not self.busy:
             stream.abandon()
 
-    def _appended(self, future: asyncio.Future) -> None:
-        close = self._closes()
+    def _appended(self, future: asyncio.Future) -> None:  # a streamed body's, or one awaited
         try:
-            result = future.result()
+            outcome = future.result()
         except asyncio.CancelledError:
             count_request("append", "CANCELLED")
             self.closing = True
             self._answer(b"")
             return
-        except HeraldError as err:
-            count_request("append", err.status.name)
-            self._answer(error_answer(err, close))
-            return
-        except BaseException as err:  # noqa: BLE001 - a bug: logged, answered as the gateway does
+        except BaseException as err:  # noqa: BLE001 - answered by _settle
+            outcome = err
+        self._settle(outcome)
+
+    def _settle(self, outcome: AppendCommit | BaseException) -> None:
+        """Answer the append in flight: called by the sync round that committed it, in
+        its completion callback (`herald.broker.group.CalledAnswer`), or by `_appended`."""
+        close = self._closes()
+        if isinstance(outcome, AppendCommit):
+            count_request("append", "OK")
+            METRICS.append_requests.observe(time.perf_counter() - self.started)
+            self._answer(commit_answer(outcome, close))
+        elif isinstance(outcome, HeraldError):
+            count_request("append", outcome.status.name)
+            self._answer(error_answer(outcome, close))
+        else:  # a bug: logged, answered as the gateway does
             count_request("append", Status.INTERNAL.name)
             log.error("internal error method=PUT path=/%s", self.head.journal_name if self.head else "?",
-                      exc_info=err)
-            self._answer(error_answer(HeraldError(Status.INTERNAL, "internal error (logged by the broker)"),
-                                      close))
-            return
-        count_request("append", "OK")
-        METRICS.append_requests.observe(time.perf_counter() - self.started)
-        self._answer(commit_answer(result, close))
+                      exc_info=outcome)
+            self._answer(error_answer(_INTERNAL, close))
 
     def _closes(self) -> bool:
         return self.closing or (self.head is not None and self.head.close)
@@ -327,9 +332,8 @@ class FrontConnection(asyncio.Protocol):
             self._hand_off(self.raw_head + b"".join(parts) + self.buffer)
 
     def _stream_timed_out(self) -> None:
-        """A streamed body late past ``body_timeout_s``: its bytes went to the spool,
-        not to a buffer aiohttp could take, so the gateway's 408 is answered here
-        (the same bytes, on a closing connection) and nothing is appended."""
+        """A streamed body late past ``body_timeout_s`` went to the spool, not to a buffer
+        aiohttp could take: the gateway's 408 is answered here, nothing appended."""
         self._abandon_stream()
         timeout_s = self.front.body_timeout_s
         count_request("append", Status.REQUEST_TIMEOUT.name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from herald.fragment.fdpool import DescriptorsExhaustedError, is_out_of_descriptors
@@ -18,7 +19,8 @@ from herald.protocol.errors import HeraldError, RegisterMismatchError, Status
 from herald.protocol.fragment import Fragment
 from herald.protocol.labels import LabelSelector, LabelSet
 
-__all__ = ["MAX_GROUP_BYTES", "AppendCommit", "Pending", "as_herald_error", "check_registers", "fail_group"]
+__all__ = ["MAX_GROUP_BYTES", "AppendCommit", "CalledAnswer", "Pending", "as_herald_error", "check_registers",
+           "fail_group"]
 
 MAX_GROUP_BYTES = 64 << 20
 
@@ -38,6 +40,40 @@ class AppendCommit:
     fragment: Fragment
 
 
+class CalledAnswer:
+    """A `Pending`'s answer passed straight to a callable, in place of a future.
+
+    The append fast path (`herald.broker.front`) answered each append through an
+    asyncio future, a done-callback and a loop callback, after the round that
+    committed it had ended: per append, a loop turn's worth of scheduling. This
+    has a future's setters (what `_published`, `fail_group` and
+    `check_registers` call), and ``answer(outcome)`` runs within them: every
+    append of a finished round is answered in the round's own completion callback.
+    Set once, like a future; ``answer`` must not raise."""
+
+    __slots__ = ("_answer", "_done")
+
+    def __init__(self, answer: Callable[[AppendCommit | BaseException], object]) -> None:
+        self._answer: Callable[[AppendCommit | BaseException], object] | None = answer
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, commit: AppendCommit) -> None:
+        self._settle(commit)
+
+    def set_exception(self, err: BaseException) -> None:
+        self._settle(err)
+
+    def _settle(self, outcome: AppendCommit | BaseException) -> None:
+        answer, self._answer = self._answer, None
+        if answer is None:
+            raise asyncio.InvalidStateError("an append answered twice")
+        self._done = True
+        answer(outcome)
+
+
 @dataclass(slots=True)
 class Pending:
     """One append waiting for its group: body, register changes, and its answer."""
@@ -46,7 +82,7 @@ class Pending:
     check: LabelSelector | None
     union: LabelSet | None
     subtract: LabelSet | None
-    future: asyncio.Future = field(default=None)  # type: ignore[assignment]
+    future: asyncio.Future | CalledAnswer = field(default=None)  # type: ignore[assignment]
 
 
 def as_herald_error(err: OSError | HeraldError) -> HeraldError:

@@ -29,10 +29,7 @@ from urllib.parse import quote
 from herald.broker.append_task import AppendQueue, AppendTask
 from herald.broker.change_signal import ChangeSignal
 from herald.broker.fragment_keeper import Completed, FragmentKeeper
-from herald.broker.group import (
-    AppendCommit,
-    Pending,
-)
+from herald.broker.group import AppendCommit, CalledAnswer, Pending
 from herald.broker.preconditions import await_full_peerset, catch_up_to_index, peerset_is_short
 from herald.broker.primary_pipeline import PipelinedPrimary
 from herald.broker.replica import ReplicaSide
@@ -97,7 +94,6 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary, SpoolRolling):
         self.is_primary = True
         self.pipeline: Pipeline | None = None
         self._health: StoreHealth | None = None  # of stores[0]: see _first_store_health
-        self._loop: asyncio.AbstractEventLoop | None = None  # see _bind_loop
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -247,25 +243,18 @@ class Journal(AppendTask, ReplicaSide, PipelinedPrimary, SpoolRolling):
         self._enqueue(pending)
         return await asyncio.shield(pending.future)
 
-    def append_nowait(self, content: bytes) -> asyncio.Future[AppendCommit] | None:
-        """Queue a plain append (no registers) and return its future at once: the
-        append fast path's way in (`herald.broker.front`), with no task per request.
-        The future resolves as `append` returns [I-APPEND-3]. None when the first
-        store is unhealthy or the peerset short of ``replication``: the caller
-        awaits `append`, which waits for them (boundedly)."""
+    def append_nowait(self, content: bytes, answer: Callable[[AppendCommit | BaseException], object]) -> bool:
+        """Queue a plain append (no registers), to be answered by a call of
+        ``answer`` with its `AppendCommit` (once durable, as `append` returns
+        [I-APPEND-3]) or its error: the append fast path's way in
+        (`herald.broker.front`), with no task or future per request. False (nothing
+        queued) when the first store is unhealthy or the peerset short of
+        ``replication``: the caller awaits `append`, which waits for them (boundedly)."""
         self._refuse_unless_serving()
         if (self.stores and not self._first_store_health().is_healthy) or peerset_is_short(self):
-            return None
-        loop = self._loop or self._bind_loop()
-        pending = Pending(content, None, None, None, loop.create_future())
-        self._enqueue(pending)
-        return pending.future
-
-    def _bind_loop(self) -> asyncio.AbstractEventLoop:
-        """The journal's loop, looked up once: ``get_running_loop`` makes a
-        ``getpid`` system call each time, measurable per append."""
-        self._loop = asyncio.get_running_loop()
-        return self._loop
+            return False
+        self._enqueue(Pending(content, None, None, None, CalledAnswer(answer)))
+        return True
 
     def _refuse_unless_serving(self) -> None:
         if self._closing:

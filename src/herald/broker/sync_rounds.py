@@ -12,7 +12,10 @@ its group, and those groups form the next round.
 
     rounds = rounds_of_running_loop()         # once per journal
     rounds.arrivals += 1                      # each append queued
-    if (gate := rounds.gate()) is not None:   # before taking a group
+    rounds.want(take)                         # an embedded journal's appends queued: the
+                                              # round calls take() as it opens, and the
+                                              # answer it returns with the outcome
+    if (gate := rounds.gate()) is not None:   # else, in a journal's task: before taking a group
         await gate
     sums = await rounds.commit(GroupWrite(spool, bodies, registers, now))
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import queue
 import time
 import weakref
@@ -36,7 +40,9 @@ from herald.fragment.rounds import GroupWrite, round_syncs, write_round
 from herald.helper_threads import HelperThreads
 from herald.protocol.errors import HeraldError
 
-__all__ = ["RoundThread", "SyncRounds", "commit_in_round"]
+__all__ = ["RoundThread", "SyncRounds", "Taken", "commit_in_round"]
+
+log = logging.getLogger(__name__)
 
 #: The longest a finished round waits for its writers to come back, as a share of
 #: its own duration and in seconds (a writer that does not come back costs at most
@@ -47,9 +53,13 @@ __all__ = ["RoundThread", "SyncRounds", "commit_in_round"]
 GATHER_SHARE = 1.0
 GATHER_MAX_S = 0.002
 
-#: A write waiting for its round, its future, and whether its appends come through
-#: the gate (a journal's; a replica's group does not: see `SyncRounds.commit`).
-Waiter = tuple[GroupWrite, "asyncio.Future[list[str]]", bool]
+#: A write waiting for its round, what runs on the loop with its outcome as the
+#: round ends, and whether its appends come through the gate (a journal's; a
+#: replica's group does not: see `SyncRounds.commit`).
+Waiter = tuple[GroupWrite, "Callable[[list[str] | BaseException], object]", bool]
+#: A journal's group taken as a round opens (`SyncRounds.want`): its write and what
+#: answers its appends with the outcome; None when the journal's task takes it instead.
+Taken = tuple[GroupWrite, "Callable[[list[str] | BaseException], object]"] | None
 #: A round's wait for its writers: share of its duration, most seconds, what runs then.
 Gather = tuple[float, float, Callable[[], object]]
 Outcomes = list[list[str] | OSError | HeraldError]
@@ -149,6 +159,7 @@ class SyncRounds:
         self.arrivals = 0  # appends (and pokes) queued by this loop's journals, counted by them
         self.gather_target = -1  # after a round, the arrivals that bring its writers back
         self._gate: list[asyncio.Future[None]] = []
+        self._wants: list[Callable[[], Taken]] = []  # journals whose groups the next round takes
 
     def gate(self) -> asyncio.Future[None] | None:
         """What a journal with appends queued awaits before it takes its group: None
@@ -167,18 +178,38 @@ class SyncRounds:
         `arrivals` (a replica's: its primary waits on it): it does not make the next
         round wait for its writers, and it opens a round that was waiting for others'."""
         done: asyncio.Future[list[str]] = self.loop.create_future()
-        self._waiting.append((write, done, gathered))
+        self._waiting.append((write, functools.partial(_resolve, done), gathered))
         if not gathered:
             self.arrived()
         if not self._running:
             self._start_round()
         return await done  # if the appender is cancelled, the round still ends: see _end_round
 
+    def want(self, take: Callable[[], Taken]) -> None:
+        """A journal has appends queued: the next round calls ``take()`` as it opens,
+        on the loop, for the journal's group and what answers it (see `Taken`).
+
+        Through its task, a journal's group cost three wake-ups of that task per
+        round (queued, gate open, round done), each through five coroutines: 13.5 us
+        per append with 16 journals under cProfile. Taken here, no task wakes."""
+        self._wants.append(take)
+        if not self._running:  # after the rest of this loop turn's requests are queued
+            self._running = True
+            self.loop.call_soon(self._start_next_round)
+
     def statistics(self) -> dict[str, int]:
         return {"rounds": self.rounds, "groups": self.groups, "waiting": len(self._waiting)}
 
     def _start_round(self) -> None:
         batch, self._waiting = self._waiting, []
+        wants, self._wants = self._wants, []
+        for take in wants:
+            if (taken := take()) is not None:
+                batch.append((taken[0], taken[1], True))
+        if not batch:  # every journal that wanted one handed its appends to its task
+            self._running = False
+            self._open_gate()
+            return
         self._running = True
         self.rounds += 1
         self.groups += len(batch)
@@ -191,20 +222,19 @@ class SyncRounds:
     def _end_round(self, batch: list[Waiter], started: float, result: Outcomes | BaseException) -> None:
         METRICS.sync_round_seconds.observe(time.perf_counter() - started)
         outcomes = [result] * len(batch) if isinstance(result, BaseException) else result
-        for (_write, done, _), outcome in zip(batch, outcomes):
-            if done.done():
-                continue
-            if isinstance(outcome, BaseException):
-                done.set_exception(outcome)
-            else:
-                done.set_result(outcome)
         # Gather: the next round opens once as many appends arrived as this one
-        # answered (`arrived`), or when its writers took too long (`_gather_timed_out`).
+        # answers (`arrived`), or when its writers took too long (`_gather_timed_out`).
+        # Set first: an answer may start a request the client had already sent.
         answered = sum(len(write.contents) for write, _, gathered in batch if gathered)
         if answered:
             self.gather_target = self.arrivals + answered
         else:  # only replicas' groups: nobody to wait for
             self.loop.call_soon(self._open_next_round)
+        for (_write, finish, _), outcome in zip(batch, outcomes):
+            try:
+                finish(outcome)
+            except Exception:  # a bug in one journal's answers must not strand the others
+                log.exception("answering a sync round's group failed")
 
     def arrived(self) -> None:
         """The appends a finished round waits for are all queued (a journal calls this
@@ -220,7 +250,7 @@ class SyncRounds:
         if self.gather_target < 0:
             return
         self.gather_target = -1
-        if not self._gate and not self._waiting:
+        if not self._gate and not self._waiting and not self._wants:
             # Every journal is idle (a lone writer's, typically): its group starts a
             # round at once, with no loop turns through the gate.
             self._running = False
@@ -244,11 +274,20 @@ class SyncRounds:
                 opened.set_result(None)
 
     def _start_next_round(self) -> None:
-        if self._waiting:
+        if self._waiting or self._wants:
             self._start_round()
         else:
             self._running = False
             self._open_gate()  # a journal that came to the gate just now: no round will open it
+
+
+def _resolve(done: asyncio.Future[list[str]], outcome: list[str] | BaseException) -> None:
+    if done.done():  # its committer was cancelled: the round ended all the same
+        return
+    if isinstance(outcome, BaseException):
+        done.set_exception(outcome)
+    else:
+        done.set_result(outcome)
 
 
 _ROUNDS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SyncRounds] = weakref.WeakKeyDictionary()
