@@ -263,6 +263,9 @@ class SyncRounds:
             self.arrived()
 
     def _open_next_round(self) -> None:
+        if not self._gate:  # no task to wake: the round takes the groups wanted (`want`) now
+            self._start_next_round()
+            return
         self._open_gate()
         # After the journals woken here take their groups (scheduled first).
         self.loop.call_soon(self._start_next_round)
