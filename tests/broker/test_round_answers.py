@@ -181,3 +181,47 @@ def test_a_connection_closed_with_its_append_in_a_round_leaves_the_others_answer
     lines = re.findall(rb"w\d\d-\d{4}-x*\n", leftover)
     assert b"".join(lines) == leftover, "something other than whole bodies in the journal"
     assert sorted(lines) == sorted(closed)
+
+
+def test_appends_queued_past_one_group_go_to_the_next_rounds(tmp_path, monkeypatch):
+    """A round takes at most `MAX_GROUP_BYTES` of a journal's queue: the rest stays
+    wanted, and later rounds take it, in order, until every append is answered."""
+    import asyncio
+
+    from herald.broker import append_task
+    from herald.broker.journal import Journal
+    from herald.broker.sync_rounds import rounds_of_running_loop
+    from herald.protocol.journal import JournalSpec
+
+    monkeypatch.setattr(append_task, "MAX_GROUP_BYTES", 20)  # two 10-byte appends per group
+    bodies = [b"append-%02d\n" % i for i in range(9)]
+
+    async def scenario() -> tuple[list, int]:
+        journal = await Journal.open(JournalSpec.from_dict(journal_spec("rounds/small-groups", stores=[])),
+                                     tmp_path, [])
+        loop, answers = asyncio.get_running_loop(), []
+        done = loop.create_future()
+
+        def answer(outcome) -> None:
+            answers.append(outcome)
+            if len(answers) == len(bodies):
+                done.set_result(None)
+
+        try:
+            await journal.append(b"")  # the journal's task starts, then parks: rounds take what follows
+            # The task passes the gate once the round's gather times out (no writer comes
+            # back): poll for it parked on its queue, with a deadline.
+            deadline = loop.time() + 10
+            while journal._queue is None or journal._queue._waiter is None:
+                assert loop.time() < deadline, "the append task never parked"
+                await asyncio.sleep(0.001)  # wait-ok: polling a condition, bounded
+            for body in bodies:
+                assert journal.append_nowait(body, answer)
+            await asyncio.wait_for(done, 30)
+            return answers, rounds_of_running_loop().rounds
+        finally:
+            await journal.close()
+
+    answers, rounds = asyncio.run(scenario())
+    assert [(a.begin, a.end) for a in answers] == [(10 * i, 10 * i + 10) for i in range(9)]
+    assert rounds == 1 + 5  # the first append's, then ceil(9 / 2) groups, one per round

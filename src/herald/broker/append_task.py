@@ -9,8 +9,10 @@ fails a check writes nothing [I-REG-1]; a sync that fails rolls the whole group
 back [I-APPEND-2].
 
 Embedded (no peers), a group joins the broker-wide sync round
-(`herald.broker.sync_rounds`); a replicating primary pipelines its groups through
-its peers (`herald.broker.primary_pipeline`). A mixin of `Journal`, which holds the
+(`herald.broker.sync_rounds`), which takes it itself as it opens and answers it
+as it ends (`_take_for_round`: no wake-up of the task, which only takes what the
+round hands back); a replicating primary pipelines its groups through its peers
+(`herald.broker.primary_pipeline`). A mixin of `Journal`, which holds the
 spool, the lock, the role and the roll rules.
 """
 
@@ -94,8 +96,9 @@ class AppendTask:
             queue.wake()
             return None
         group, taken = queue.take(MAX_GROUP_BYTES)
+        now = time.time()
         try:
-            self._maybe_roll(time.time())
+            self._maybe_roll(now)
             require_full_peerset(self)
             catch_up_to_index(self)
         except (OSError, HeraldError) as err:  # no descriptors or disk for the next spool
@@ -108,7 +111,7 @@ class AppendTask:
             self._round_done(taken)
             return None
         mark, begin = spool.mark(), spool.end
-        write = GroupWrite(spool, contents, registers, time.time())
+        write = GroupWrite(spool, contents, registers, now)
         return write, functools.partial(self._round_ended, accepted, contents, begin, mark, taken)
 
     def _round_ended(self, accepted: list[tuple[Pending, LabelSet]], contents: list[bytes], begin: int,
@@ -129,10 +132,15 @@ class AppendTask:
             self._round_done(taken)
 
     def _round_done(self, taken: int) -> None:
+        """Give the spool back; appends left queued past `MAX_GROUP_BYTES` (or
+        queued meanwhile) go to the next round."""
         self._spool_lock.release()
         queue = self._queue
         assert queue is not None
         queue.task_done(taken)
+        if not self._round_wanted and queue.has_append():
+            self._round_wanted = True
+            self._rounds.want(self._take_for_round)
 
     async def _append_loop(self, queue: AppendQueue) -> None:
         while True:

@@ -201,16 +201,19 @@ class SyncRounds:
         return {"rounds": self.rounds, "groups": self.groups, "waiting": len(self._waiting)}
 
     def _start_round(self) -> None:
+        self._running = True  # a take may queue appends (an answer's next request): they want the next
         batch, self._waiting = self._waiting, []
         wants, self._wants = self._wants, []
         for take in wants:
             if (taken := take()) is not None:
                 batch.append((taken[0], taken[1], True))
         if not batch:  # every journal that wanted one handed its appends to its task
+            if self._wants:  # or failed its group, and has more queued: in the next turn
+                self.loop.call_soon(self._start_next_round)
+                return
             self._running = False
             self._open_gate()
             return
-        self._running = True
         self.rounds += 1
         self.groups += len(batch)
         METRICS.sync_rounds.inc()
