@@ -226,15 +226,19 @@ class GroupWrite:
         ``defer``: the commit line is left to the log (`CommitLog.defer`) unless it
         needs the commits file to grow first."""
         try:
-            self.write_data(sync=self.size >= INLINE_BYTES)
+            inline = self.size < INLINE_BYTES
+            self.write_data(sync=not inline)
             spool = self.spool
             self.seal()
-            self._line_at = spool._commits_pos
-            if defer and self._line_at + len(self._line) <= spool._commits_allocated:
+            line = self._line
+            self._line_at = line_at = spool._commits_pos
+            if defer and line_at + len(line) <= spool._commits_allocated:
                 self.deferred = True
             else:
-                spool._put_record(self._line, sync=False)
-            return self.log_frame(commit_log)
+                spool._put_record(line, sync=False)
+            # This group's record: the bytes go along unless synced in place.
+            return frame(commit_log.name_of(spool.directory), spool.begin, self._data_at, line_at, line,
+                         self.contents if inline else ())
         except (OSError, HeraldError) as err:
             self.error = err
             return None
@@ -242,7 +246,7 @@ class GroupWrite:
     def write_data(self, sync: bool = True) -> None:
         """``sync``: start the data's fdatasync in the pool (else the round syncs)."""
         spool = self.spool
-        self._data_at = spool.content_length + spool.pending_bytes
+        self._data_at = spool.end - spool.begin + spool._delta
         spool.write_group(self.contents)
         if sync:
             self._syncs.append(SYNCS.fdatasync(spool._fd))
@@ -262,11 +266,11 @@ class GroupWrite:
     def start_writeback(self, commit_log: CommitLog) -> None:
         """Once logged: start writing back the chunks this group completed of its
         files (`herald.fragment.writeback`), the bytes unless synced in place."""
-        spool = self.spool
-        if self.size < INLINE_BYTES:
-            commit_log.start_writeback(spool.path, self._data_at, self.size)
+        chunk = commit_log.writeback_bytes  # most groups complete no chunk: no call then
+        if self.size < INLINE_BYTES and (self._data_at + self.size) // chunk > self._data_at // chunk:
+            commit_log.start_writeback(self.spool.path, self._data_at, self.size)
         if not self.deferred:  # a deferred line's write-back starts once written
-            commit_log.start_writeback(spool.commits_path, self._line_at, len(self._line))
+            commit_log.start_writeback(self.spool.commits_path, self._line_at, len(self._line))
 
     def seal(self) -> None:
         """Hash the group's bodies and build its commit line (carrying the fragment's
@@ -275,20 +279,14 @@ class GroupWrite:
         self._sums = self.spool._hash(self.contents, self.BODY_SUMS)
         self._line, self._first, self._fragment_sum = self.spool._record_line(self.registers, self.now_unix)
 
-    def log_frame(self, commit_log: CommitLog) -> list[bytes]:
-        """This group's commit log record, once its data and line are written: the
-        bytes go along unless the group is large enough to be synced in place."""
-        spool = self.spool
-        data = self.contents if self.size < INLINE_BYTES else ()
-        return frame(commit_log.name_of(spool.directory), spool.begin, self._data_at, self._line_at,
-                     self._line, data)
-
     def finish(self) -> list[str]:
         """Each body's SHA1 once both syncs returned; raises what failed, if anything."""
         # Waits for every sync (descriptors stay pinned until all are done); lighter
         # than concurrent.futures.wait, which is measurable per group.
-        failures = [err for err in [sync.exception() for sync in self._syncs] if err is not None]
-        error = self.error or (failures[0] if failures else None)
+        error = self.error
+        for sync in self._syncs:
+            if (failed := sync.exception()) is not None and error is None:
+                error = failed
         if error is not None:
             self.spool._erase_record(len(self._line))
             raise error
@@ -302,7 +300,7 @@ def pwrite_all(fd: int, buffers: Sequence[bytes], offset: int) -> None:
     runs out of disk part-way returns a short count rather than failing, and taken
     for a whole one it would acknowledge bytes never written."""
     for i in range(0, len(buffers), IOV_MAX):
-        batch = buffers[i:i + IOV_MAX]
+        batch = buffers[i:i + IOV_MAX] if len(buffers) > IOV_MAX else buffers  # nearly always one call
         size = sum(map(len, batch))
         done = os.pwritev(fd, batch, offset)
         if done < size:  # rare (a signal, a nearly full disk): the rest one call at a time

@@ -35,7 +35,7 @@ from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_de
 from herald.fragment.rounds import GroupWrite, pwrite_all
 from herald.fragment.spool_precommits import SpoolPrecommits
 from herald.fragment.spool_recycling import take
-from herald.fragment.spool_sums import GroupSums, hash_inline
+from herald.fragment.spool_sums import PARALLEL_HASH_BYTES, GroupSums, hash_inline
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
@@ -195,16 +195,18 @@ class Spool(SpoolPrecommits):
         blocking), their SHA1s started beside it (`herald.fragment.spool_sums`). Padding that
         does not fit on a nearly full disk is dropped, not the append: only the
         bodies must fit. A failed write leaves the running SHA1 as it was."""
-        at = self.content_length + self._delta
-        buffers = self.with_zero_padding(contents, at)
-        self._hashing = hashing = GroupSums.start(self._sha1, contents)
+        size = sum(map(len, contents))
+        at = self.end - self.begin + self._delta
+        buffers = self.with_zero_padding(contents, at, size)
+        # A sync round's groups are mostly small: no call to find that out per group.
+        self._hashing = hashing = GroupSums.start(self._sha1, contents) if size >= PARALLEL_HASH_BYTES else None
         try:
             self._pwrite_padded(buffers, contents, at)
         except BaseException:
             if hashing is not None:
                 self._hashing, self._sha1 = None, hashing.abandon()
             raise
-        self._delta += sum(map(len, contents))
+        self._delta += size
 
     def _pwrite_padded(self, buffers: Sequence[bytes], contents: Sequence[bytes], at: int) -> None:
         try:
@@ -215,7 +217,7 @@ class Spool(SpoolPrecommits):
             self._data_allocated = at
             pwrite_all(self._fd, contents, at)
 
-    def with_zero_padding(self, contents: Sequence[bytes], at: int) -> Sequence[bytes]:
+    def with_zero_padding(self, contents: Sequence[bytes], at: int, size: int | None = None) -> Sequence[bytes]:
         """``contents`` (to be written at file offset ``at``), plus zeros ahead of
         them when they would grow the file (see below for how far).
 
@@ -224,7 +226,7 @@ class Spool(SpoolPrecommits):
         groups grow the file ahead in zeros and the next ones overwrite them. The
         zeros are past the committed end, which readers never pass and recovery
         truncates [I-FRAG-2]; `close` truncates them before the spool is persisted."""
-        end = at + sum(map(len, contents))
+        end = at + (sum(map(len, contents)) if size is None else size)
         if end <= self._data_allocated:
             return contents
         if end - at >= DATA_PAD_BYTES // 4:  # big groups: padding would add writes, not save syncs
