@@ -140,3 +140,18 @@ def test_compress_file_and_decompressing_reader_round_trip(tmp_path, codec: Comp
     assert written == len(out.getvalue())
     chunks = list(decompressing_reader(io.BytesIO(out.getvalue()), codec, chunk_bytes=10_000))
     assert all(chunks) and b"".join(chunks) == data
+
+
+def test_snappy_chunks_hold_at_most_64_kib_and_stored_ones_stay_raw() -> None:
+    # Framed snappy caps a chunk's input at 64 KiB; a chunk that would not shrink is
+    # stored uncompressed (type 0x01), as Go's writer does; cramjam reads either.
+    text, noise = b"snappy framed " * 10_000, random.Random(20261127).randbytes(70_000)
+    c = Compressor(CompressionCodec.SNAPPY)
+    stream = bytes(c.compress(text) + c.compress(noise) + c.finish())
+    kinds, pos = [], 10  # past the stream identifier
+    while pos < len(stream):
+        kind, size = stream[pos], int.from_bytes(stream[pos + 1:pos + 4], "little")
+        kinds.append(kind)
+        pos += 4 + size
+    assert kinds == [0x00, 0x00, 0x00, 0x01, 0x01]  # 140,000 text bytes in 3 chunks; noise in 2
+    assert bytes(cramjam.snappy.decompress(stream)) == text + noise

@@ -114,9 +114,11 @@ def compress_file(src_path: str, dst: BinaryIO, codec: CompressionCodec,
     """Compress the file at ``src_path`` into ``dst`` chunk by chunk; returns bytes written."""
     compressor = Compressor(codec)
     written = 0
-    with open(src_path, "rb") as src:
-        while chunk := src.read(chunk_bytes):
-            written += _write(dst, compressor.compress(chunk))
+    # One input buffer, refilled: a fresh chunk per read is a fresh MiB to fault in.
+    buffer = bytearray(chunk_bytes)
+    with open(src_path, "rb", buffering=0) as src, memoryview(buffer) as view:
+        while size := src.readinto(buffer):
+            written += _write(dst, compressor.compress(view[:size]))
     return written + _write(dst, compressor.finish())
 
 

@@ -27,18 +27,67 @@ _COMPRESSED, _UNCOMPRESSED, _IDENTIFIER = 0x00, 0x01, 0xFF
 _FIRST_SKIPPABLE = 0x80
 _MAX_CHUNK_CONTENT = 1 << 16
 _U32 = struct.Struct("<I")
+#: A chunk's type, 24-bit length (of its CRC and body) and masked CRC-32C of its input.
+_CHUNK_HEAD = struct.Struct("<BHBI")
+_MAX_COMPRESSED = cramjam.snappy.compress_raw_max_len(bytes(_MAX_CHUNK_CONTENT))
 
 
 class SnappyCompressor:
+    """Writes the framed format itself, from raw snappy blocks: each piece given to
+    `update` becomes chunks of at most 64 KiB input, each compressed by cramjam
+    straight into one output buffer, behind its head and a CRC-32C of its input from
+    the ``crc32c`` package (SSE4.2; the GIL kept for its few microseconds, where a
+    release and re-take would cost a hand-off to the event loop per chunk). A chunk
+    that would not shrink by an eighth is stored uncompressed, as Go's snappy writer
+    does.
+
+    Why not cramjam's framed ``Compressor``: its ``flush`` holds the GIL while it
+    works (a thread spinning beside it stopped dead), so the persister's compression
+    — a third of a 1 MiB writer's broker CPU (`perf`), run at a lower priority —
+    held the event loop off the GIL for a millisecond per MiB: a loop of 100 us
+    sleeps beside a persisting thread ran 4.2-4.8k times in 6 s with it, 17.7k this
+    way, 28.4k with no persister (p99 lateness 12-15 ms, 3.2-3.6, 0.8; load 10-12).
+    It also checksums in software and its output is copied twice (``flush``, then
+    ``bytes``): 1.26-1.29 ms of CPU per MiB of NDJSON, against 1.13-1.17 this way."""
+
     def __init__(self) -> None:
-        self._c = cramjam.snappy.Compressor()
+        self._started = False
 
     def update(self, chunk: bytes) -> bytes:
-        self._c.compress(chunk)
-        return bytes(self._c.flush())
+        if not chunk:
+            return b""
+        with memoryview(chunk) as view, view.cast("B") as data:
+            return self._frame(data)
 
     def finish(self) -> bytes:
-        return bytes(self._c.finish())
+        return b""
+
+    def _frame(self, data: memoryview) -> bytes:
+        size = len(data)
+        chunks = (size + _MAX_CHUNK_CONTENT - 1) // _MAX_CHUNK_CONTENT
+        head = 0 if self._started else len(SNAPPY_IDENTIFIER)
+        out = bytearray(head + chunks * (_CHUNK_HEAD.size + _MAX_COMPRESSED))
+        out[:head] = SNAPPY_IDENTIFIER[:head]
+        self._started = True
+        pos = head
+        with memoryview(out) as into:
+            for start in range(0, size, _MAX_CHUNK_CONTENT):
+                pos = _put_chunk(data[start:start + _MAX_CHUNK_CONTENT], out, into, pos)
+        del out[pos:]
+        return out  # type: ignore[return-value]  # bytes-like, and the caller's to keep
+
+
+def _put_chunk(piece: memoryview, out: bytearray, into: memoryview, pos: int) -> int:
+    """Write one chunk of ``piece`` (at most 64 KiB) at ``pos``; the position after it."""
+    body = pos + _CHUNK_HEAD.size
+    size = cramjam.snappy.compress_raw_into(piece, into[body:body + _MAX_COMPRESSED])
+    kind = _COMPRESSED
+    if size >= len(piece) - len(piece) // 8:
+        kind, size = _UNCOMPRESSED, len(piece)
+        into[body:body + size] = piece
+    length = size + 4  # the CRC counts
+    _CHUNK_HEAD.pack_into(out, pos, kind, length & 0xFFFF, length >> 16, _masked(crc32c.crc32c(piece, 0, 0)))
+    return body + size
 
 
 class SnappyDecompressor:
