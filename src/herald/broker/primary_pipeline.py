@@ -91,7 +91,20 @@ PIPELINE_DEPTH = 1
 #: that arrived while the last was in flight: 32 writers settled into two cohorts
 #: taking turns, groups of ~16, and every group costs each of the three brokers a
 #: frame, a sync round and thread hand-offs. As the broker-wide sync round gathers
-#: (`herald.broker.sync_rounds.GATHER_SHARE`).
+#: (`herald.broker.sync_rounds.GATHER_SHARE`). With it, groups of 25-30 against
+#: 16, and CPU per append over the three brokers 56-82 us against 93-106 (primary
+#: 28-39 against 44-50, each peer 14-21 against 24-30; 1 KiB x 32, load 9-12).
+#: 4 ms instead of 2 gathered no more (groups 28-30, CPU within noise).
+#:
+#: The ceiling on two cores: with peers that answer each frame at once, writing and
+#: syncing nothing (a diagnostic, never durable), the three brokers still took
+#: 38-48 us per append against replication 1's 24-28 (primary ~31, each peer ~4.4:
+#: the stream alone); with the load generator's ~9 us, 0.8x at CPU-bound load would
+#: need the whole replicated path within ~1.25x of replication 1's, below what the
+#: primary alone costs. Tried without gain, same minutes: peers committing through
+#: the commit log (one fdatasync, data inline), peers or the primary syncing data
+#: then line in one thread (no hand-off, two syncs in a row), no timed wake-up
+#: after a replica's round.
 GATHER_SHARE = 1.0
 GATHER_MAX_S = 0.002
 #: A group this small is written to the page cache (no sync) on the event loop when
