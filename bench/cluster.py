@@ -23,6 +23,7 @@ from bench.loadgen import LoadResult, run_wrk
 from bench.references import ndjson_body
 from bench.runner import Config, Report, measure_interleaved, remove_tree
 from bench.servers import Cluster, apply, bench_spec, herald_cluster
+from herald.testing import BrokerProcess
 
 __all__ = ["run"]
 
@@ -64,22 +65,31 @@ def _replication(report: Report, config: Config, cluster: Cluster) -> None:
         primary = cluster.primary_of(journal)
         _await_append(primary.url, journal, FAILOVER_DEADLINE_S)  # warm: pipeline synced
         systems[f"herald replication={replication}"] = (
-            lambda url=primary.url, path="/" + journal:
-            _with_broker_cpu(cluster, lambda: run_wrk(url, [path], body, WRITERS, config.duration_s)))
+            lambda url=primary.url, path="/" + journal, primary=primary:
+            _with_broker_cpu(cluster, primary, lambda: run_wrk(url, [path], body, WRITERS, config.duration_s)))
     case = f"{size_name(APPEND_BYTES)} x{WRITERS}"
     for system, samples in measure_interleaved(config, systems).items():
-        report.add(system, case, samples, {**UNITS, "broker_cpu_us_per_append": "us"})
+        report.add(system, case, samples, {**UNITS, **{metric: "us" for metric in CPU_METRICS}})
 
 
-def _with_broker_cpu(cluster: Cluster, run: Callable[[], LoadResult]) -> dict[str, float]:
-    """``run()``'s figures and the CPU every broker used meanwhile (user + system,
-    from /proc), per append: replication's cost summed over primary and peers."""
-    pids = [broker.proc.pid for broker in cluster.brokers if broker.proc is not None]
-    before = sum(map(_cpu_s, pids))
+#: CPU per append: every broker's, the primary's, and the busiest peer's.
+CPU_METRICS = ("broker_cpu_us_per_append", "primary_cpu_us_per_append", "peer_cpu_us_per_append")
+
+
+def _with_broker_cpu(cluster: Cluster, primary: BrokerProcess, run: Callable[[], LoadResult]) -> dict[str, float]:
+    """``run()``'s figures and the CPU the brokers used meanwhile (user + system,
+    from /proc), per append: replication's cost summed over primary and peers, and
+    apart (the primary's, and the busiest peer's), to show where it goes."""
+    pids = {broker.proc.pid: broker is primary for broker in cluster.brokers if broker.proc is not None}
+    before = {pid: _cpu_s(pid) for pid in pids}
     result = run()
-    used = sum(map(_cpu_s, pids)) - before
+    used = {pid: _cpu_s(pid) - before[pid] for pid in pids}
+    per_append = 1e6 / result.requests if result.requests else 0.0
+    peers = [seconds for pid, seconds in used.items() if not pids[pid]]
     return {**result.metrics(APPEND_BYTES),
-            "broker_cpu_us_per_append": used / result.requests * 1e6 if result.requests else 0.0}
+            "broker_cpu_us_per_append": sum(used.values()) * per_append,
+            "primary_cpu_us_per_append": sum(s for pid, s in used.items() if pids[pid]) * per_append,
+            "peer_cpu_us_per_append": max(peers, default=0.0) * per_append}
 
 
 def _cpu_s(pid: int) -> float:

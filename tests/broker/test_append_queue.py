@@ -36,3 +36,33 @@ def test_groups_come_in_order_bounded_in_bytes_with_their_pokes():
         assert queue.take(8) == ([], 1)  # a poke alone: an empty group
 
     asyncio.run(main())
+
+
+
+def test_wait_for_wakes_once_when_the_count_is_queued_and_never_waits_past_its_bound():
+    # A replicating primary's gather (herald.broker.primary_pipeline._gather): the
+    # task sleeps until as many appends are queued as it waits for, not woken by each.
+    async def main() -> None:
+        queue = AppendQueue(asyncio.get_running_loop())
+        a, b, c = _append(b"a"), _append(b"b"), _append(b"c")
+        queue.put(a)
+        waiting = asyncio.ensure_future(queue.wait_for(3, 30))
+        await asyncio.sleep(0)  # wait-ok: one loop turn, in which the waiter starts waiting
+        queue.put(b)
+        await asyncio.sleep(0)  # wait-ok: one loop turn; two of three are queued
+        assert not waiting.done()
+        queue.put(None)  # a poke counts: it is taken with the group
+        await asyncio.wait_for(waiting, 30)
+        assert len(queue) == 3
+        await asyncio.wait_for(queue.wait_for(2, 30), 30)  # already queued: no wait at all
+        # Writers that never come back: the wait ends at its bound.
+        await asyncio.wait_for(queue.wait_for(10, 0.01), 30)
+        assert queue.take(8) == ([a, b], 3)
+        # And the task is woken by one item again.
+        waiting = asyncio.ensure_future(queue.wait())
+        await asyncio.sleep(0)  # wait-ok: one loop turn, in which the waiter starts waiting
+        queue.put(c)
+        await asyncio.wait_for(waiting, 30)
+        assert queue.take(8) == ([c], 1)
+
+    asyncio.run(main())

@@ -147,6 +147,8 @@ class AppendTask:
             await queue.wait()
             if self.pipeline is None and queue.has_append() and (gate := self._rounds.gate()) is not None:
                 await gate  # the round under way ends: take every append queued by then
+            elif self.pipeline is not None and self._gather_want:
+                await self._gather(queue)  # the last group's writers come back (primary_pipeline)
             group, taken = queue.take(MAX_GROUP_BYTES)
             try:
                 if not self._holding_spool_lock:
@@ -287,7 +289,7 @@ class AppendQueue:
     `asyncio.Queue` the task uses, for a fifth of the CPU (put, get and task_done
     cost 1.8 us per append there, in Python, on the loop). Loop only."""
 
-    __slots__ = ("_items", "_joined", "_loop", "_unfinished", "_waiter")
+    __slots__ = ("_items", "_joined", "_loop", "_unfinished", "_waiter", "_want")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -295,6 +297,7 @@ class AppendQueue:
         self._unfinished = 0
         self._waiter: asyncio.Future[None] | None = None  # the task, waiting for an item
         self._joined: asyncio.Future[None] | None = None  # `join`, waiting for the last task_done
+        self._want = 1  # items queued that wake the waiter (`wait_for`)
 
     @property
     def idle(self) -> bool:
@@ -305,7 +308,7 @@ class AppendQueue:
         """Queue ``item``; ``wake=False``: a sync round takes it, not the task."""
         self._items.append(item)
         self._unfinished += 1
-        if wake:
+        if wake and len(self._items) >= self._want:
             self.wake()
 
     def wake(self) -> None:
@@ -313,6 +316,25 @@ class AppendQueue:
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    async def wait_for(self, count: int, timeout_s: float) -> None:
+        """Until ``count`` items are queued, or ``timeout_s`` passed: one wake-up,
+        not one per item."""
+        if len(self._items) >= count:
+            return
+        self._want, waiter = count, self._loop.create_future()
+        self._waiter = waiter
+        timer = self._loop.call_later(timeout_s, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._want = 1
+            if self._waiter is waiter:
+                self._waiter = None
 
     async def wait(self) -> None:
         """Until an item is queued."""
@@ -350,3 +372,7 @@ class AppendQueue:
                 self._joined = self._loop.create_future()
             await asyncio.shield(self._joined)
 
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -9,7 +9,9 @@ stream, `herald.broker.peer_stream`) is *in flight*: its data and its own commit
 line are fdatasync'd here *while* the peers sync theirs (`Spool.precommit_line`),
 and the append task goes on to write the next groups (up to `PIPELINE_DEPTH` in
 flight). A group whose peers all answered and whose local sync returned commits in
-memory (readers see it) and is acknowledged, oldest first.
+memory (readers see it) and is acknowledged, oldest first. The next group then
+waits (briefly, `GATHER_SHARE`) for the writers just answered to come back, so
+groups hold every writer, not half of them.
 
 Durability and order are exactly as without pipelining:
 
@@ -42,6 +44,7 @@ import logging
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from herald.broker.group import Pending, as_herald_error, check_registers, fail_group
 from herald.broker.loop_threads import LOOP_THREADS
@@ -49,6 +52,9 @@ from herald.broker.metrics import METRICS
 from herald.broker.replication import Pipeline
 from herald.protocol.errors import HeraldError, Status
 from herald.protocol.labels import LabelSet
+
+if TYPE_CHECKING:
+    from herald.broker.append_task import AppendQueue
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +85,28 @@ log = logging.getLogger(__name__)
 #: which ~20 % is sending frames; each peer 21-28 us, half of it its round's
 #: thread and syncs).
 PIPELINE_DEPTH = 1
+#: Gathering: once a group is acknowledged, the next waits for the writers it
+#: answered to come back, at most this share of the group's cycle (taken to
+#: acknowledged) and this long. Taken at once, the next group held only the appends
+#: that arrived while the last was in flight: 32 writers settled into two cohorts
+#: taking turns, groups of ~16, and every group costs each of the three brokers a
+#: frame, a sync round and thread hand-offs. As the broker-wide sync round gathers
+#: (`herald.broker.sync_rounds.GATHER_SHARE`). With it, groups of 25-30 against
+#: 16, and CPU per append over the three brokers 56-82 us against 93-106 (primary
+#: 28-39 against 44-50, each peer 14-21 against 24-30; 1 KiB x 32, load 9-12).
+#: 4 ms instead of 2 gathered no more (groups 28-30, CPU within noise).
+#:
+#: The ceiling on two cores: with peers that answer each frame at once, writing and
+#: syncing nothing (a diagnostic, never durable), the three brokers still took
+#: 38-48 us per append against replication 1's 24-28 (primary ~31, each peer ~4.4:
+#: the stream alone); with the load generator's ~9 us, 0.8x at CPU-bound load would
+#: need the whole replicated path within ~1.25x of replication 1's, below what the
+#: primary alone costs. Tried without gain, same minutes: peers committing through
+#: the commit log (one fdatasync, data inline), peers or the primary syncing data
+#: then line in one thread (no hand-off, two syncs in a row), no timed wake-up
+#: after a replica's round.
+GATHER_SHARE = 1.0
+GATHER_MAX_S = 0.002
 #: A group this small is written to the page cache (no sync) on the event loop when
 #: the spool's files are open (no file to create or open): an executor hop costs
 #: more than the write, and this write is on the critical path.
@@ -102,6 +130,7 @@ class InFlight:
     local: asyncio.Future[None]  # this group's data and commit line synced here
     line_bytes: int  # its commit line's length
     first_append_unix: float | None  # what its line sets, if anything
+    started: float  # loop time it was taken (its cycle ends when it is acknowledged)
 
     def settled(self) -> bool:
         return self.remote.done() and self.local.done()
@@ -112,10 +141,16 @@ class PipelinedPrimary:
     `_spool`, `pipeline`, `poke` and `_published`."""
 
     _inflight: deque[InFlight]  # oldest first; set by Journal.__init__
+    _queue: AppendQueue | None  # the append task's (`herald.broker.append_task`)
     # The spool's descriptors, pinned open while any group is in flight: a group's
     # write and the fdatasync that makes it durable must use one descriptor (a
     # reopened one would not report a write-back error from before it was opened).
     _inflight_pin: contextlib.ExitStack | None = None
+    # After a group is acknowledged with none left in flight: how many appends the
+    # next waits for (those queued, and the writers it answered: `_gather`), and
+    # for how long at most.
+    _gather_want = 0
+    _gather_s = 0.0
 
     async def _write_replicated(self, group: list[Pending]) -> None:
         """Write ``group`` here and send it to the peers; then finish the groups in
@@ -129,8 +164,9 @@ class PipelinedPrimary:
             return
         begin = spool.end + spool.pending_bytes
         mark, now = spool.mark(), time.time()
-        remote = pipeline.replicate(spool.begin, begin, contents, registers)
         loop = asyncio.get_running_loop()
+        started = loop.time()
+        remote = pipeline.replicate(spool.begin, begin, contents, registers)
         try:
             pin_first = self._inflight_pin is None
             pin = self._inflight_pin = self._inflight_pin or contextlib.ExitStack()
@@ -157,13 +193,21 @@ class PipelinedPrimary:
         local = (asyncio.ensure_future(_sync_after(inflight[-1].local, spool, line, at)) if inflight
                  else LOOP_THREADS.call(spool.sync_precommit, line, at))
         item = InFlight(accepted, contents, sums, begin, end, fragment_sum, registers, mark, pipeline,
-                        remote, local, len(line), first)
+                        remote, local, len(line), first, started)
         # Wake the append task once both are done, to finish this group even if no
         # other group comes (a poke finishes the groups that settled).
         for future in (remote, local):
             future.add_done_callback(lambda _: item.settled() and self.poke())
         inflight.append(item)
         await self._finish_answered(wait_oldest=len(inflight) >= PIPELINE_DEPTH)
+
+    async def _gather(self, queue: AppendQueue) -> None:
+        """Before the next group: wait for the writers the last one answered to come
+        back (at most `GATHER_SHARE` of its cycle, `GATHER_MAX_S`), so the group
+        holds them too (see `GATHER_SHARE`)."""
+        want, self._gather_want = self._gather_want, 0
+        if not self._inflight and self.pipeline is not None:
+            await queue.wait_for(want, self._gather_s)
 
     async def _finish_inflight(self) -> bool:
         """Finish every group in flight; whether all of them committed."""
@@ -192,6 +236,11 @@ class PipelinedPrimary:
                 self._published(item.accepted, item.contents, item.sums, item.begin)
             if not inflight:
                 self._release_pin()
+                cycle_s = asyncio.get_running_loop().time() - ready[0].started
+                # What is queued now, and as many again as it just answered.
+                queued = len(self._queue) if self._queue is not None else 0
+                self._gather_want = queued + sum(len(item.accepted) for item in ready)
+                self._gather_s = min(GATHER_SHARE * cycle_s, GATHER_MAX_S)
         if failure is not None:
             await self._fail_from(inflight[0], failure)
             return False
