@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import cramjam
+import crc32c
 
 from herald.fragment.zstd_frames import ZstdFrameScanner
 
@@ -89,30 +90,40 @@ def cat_files(paths: list[Path], end: int) -> dict[str, float]:
     return {"mb_per_s": sum(p.stat().st_size for p in paths) / elapsed / 1e6}
 
 
-def direct_snappy(paths: list[Path], end: int, out_bytes: int) -> dict[str, float]:
+def direct_snappy(paths: list[Path], end: int, out_bytes: int, check_crc: bool = False) -> dict[str, float]:
     """Framed snappy files, each chunk's raw block decompressed into one reused
-    buffer, CRCs unchecked: the ceiling for any Python reader of these bytes."""
+    buffer: the ceiling for any Python reader of these bytes. With ``check_crc``
+    each chunk's CRC-32C is checked too, as a correct reader (the broker,
+    Gazette's) must: 0.035-0.04 ms more CPU per MiB, 8-9% of the decode."""
     start = time.perf_counter()
     out = memoryview(bytearray(out_bytes))
     got = 0
     for path in paths:
-        got += _snappy_framed_into(path.read_bytes(), out)
+        got += _snappy_framed_into(path.read_bytes(), out, check_crc)
     return _rate(got, end, time.perf_counter() - start)
 
 
-def _snappy_framed_into(data: bytes, out: memoryview) -> int:
+def _snappy_framed_into(data: bytes, out: memoryview, check_crc: bool) -> int:
     """Framed snappy → ``out``: chunk type, 3-byte length, 4-byte CRC, body."""
     view, pos, n = memoryview(data), 0, 0
     while pos < len(data):
         kind, length = data[pos], int.from_bytes(data[pos + 1:pos + 4], "little")
-        body = view[pos + 8:pos + 4 + length]
+        body, at = view[pos + 8:pos + 4 + length], n
         if kind == 0x00:
             n += cramjam.snappy.decompress_raw_into(body, out[n:])
         elif kind == 0x01:
             out[n:n + len(body)] = body
             n += len(body)
+        if check_crc and kind <= 0x01 and _masked_crc(out[at:n]) != int.from_bytes(data[pos + 4:pos + 8], "little"):
+            raise RuntimeError(f"snappy chunk CRC mismatch at byte {pos}")
         pos += 4 + length
     return n
+
+
+def _masked_crc(data: memoryview) -> int:
+    """The framing format's masked CRC-32C of ``data``."""
+    crc = crc32c.crc32c(data)
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def direct_zstd(paths: list[Path], end: int, out_bytes: int) -> dict[str, float]:

@@ -15,6 +15,7 @@ import pytest
 
 from herald.client import BrokerClient
 from herald.testing import apply_specs, journal_spec
+from herald.testing.waiting import wait_until
 from tests.broker.s3_helpers import persisted_through
 
 RECORD_BYTES = 1_100_000  # four make a 4.4 MB fragment: several snappy segments, two zstd frames
@@ -97,3 +98,32 @@ def test_blocking_read_goes_on_from_fragments_into_new_appends(broker):
         assert http.put("/decode/blocking", content=more).status_code == 204
         reader.join(60)
     assert b"".join(chunks) == content[3_000_000:] + more
+
+
+def _open_fragment_files(broker) -> list[str]:
+    names = []
+    for fd in os.listdir(f"/proc/{broker.proc.pid}/fd"):
+        try:
+            names.append(os.readlink(f"/proc/{broker.proc.pid}/fd/{fd}"))
+        except OSError:
+            pass  # closed meanwhile
+    return [n for n in names if n.endswith(tuple(EXTENSIONS.values()))]
+
+
+@pytest.mark.parametrize("codec", ["SNAPPY", "ZSTANDARD"])
+def test_reads_abandoned_while_the_next_fragment_decodes_close_its_file(broker, codec):
+    """A read near a fragment's end already decodes the next fragment
+    (`herald.broker.read._NextFragment`): readers that go away there, or that stop
+    at an ``end_offset`` inside it, leave no fragment file open in the broker."""
+    journal = f"decode/abandoned-{codec.lower()}"
+    with broker.client() as http:
+        content = _fill(http, journal, codec)
+        for offset in (0, 1, 3_000_000):
+            with httpx.Client(base_url=broker.url, timeout=60) as reader, \
+                    reader.stream("GET", f"/{journal}", params={"offset": offset}) as read:
+                first = next(read.iter_raw())
+            assert content[offset:].startswith(first)
+        fragment_end = 4 * RECORD_BYTES
+        read = http.get(f"/{journal}", params={"offset": fragment_end - 10, "end_offset": fragment_end + 10})
+        assert read.content == content[fragment_end - 10:fragment_end + 10]
+    wait_until(lambda: not _open_fragment_files(broker), "the broker to close every fragment file")

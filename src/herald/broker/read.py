@@ -15,7 +15,7 @@ import collections
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import BinaryIO
 
 from herald.broker.fragment_decode import DecodeBuffers, decoded_chunks
@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 CHUNK_BYTES = 1 << 20
 READ_AHEAD_CHUNKS = 3
 WARN_EVERY_S = 10.0
+NEXT_FRAGMENT_AHEAD_BYTES = 8 << 20
+"""How near a fragment's end a read starts decoding the next persisted fragment
+(`_NextFragment`): about the segments still in flight at the end of one."""
 
 
 class StoreTroubleLog:
@@ -66,22 +69,33 @@ async def stream(journal: Journal, offset: int, block: bool, end_offset: int,
     reader reopens and sees the jump in the response's headers.
     """
     sent = False
-    while not end_offset or offset < end_offset:
-        located = await locate_or_list(journal, offset)
-        if located is None:
-            if not block or stopping.is_set():
-                return  # the reader reopens here: at a hole, the gateway proxies or answers 503
-            # In a hole below the head, list again now and then: what fills it is a
-            # peer's upload, which no commit here announces.
-            await _wait_for_commit_or_stop(journal, stopping, HOLE_RETRY_S if offset < journal.write_head else None)
-            continue
-        if sent and located.offset != offset:
-            return
-        offset, sent = located.offset, True
-        limit = located.fragment.end if not end_offset else min(end_offset, located.fragment.end)
-        async for chunk in _fragment_chunks(journal, located, limit, buffers):
-            yield offset, chunk
-            offset += len(chunk)
+    ahead: _NextFragment | None = None
+    try:
+        while not end_offset or offset < end_offset:
+            located = await locate_or_list(journal, offset)
+            if located is None:
+                if not block or stopping.is_set():
+                    return  # the reader reopens here: at a hole, the gateway proxies or answers 503
+                # In a hole below the head, list again now and then: what fills it is a
+                # peer's upload, which no commit here announces.
+                await _wait_for_commit_or_stop(journal, stopping, HOLE_RETRY_S if offset < journal.write_head else None)
+                continue
+            if sent and located.offset != offset:
+                return
+            offset, sent = located.offset, True
+            limit = located.fragment.end if not end_offset else min(end_offset, located.fragment.end)
+            chunks = ahead.chunks() if ahead is not None and ahead.matches(located, limit) else None
+            if ahead is not None and chunks is None:
+                await ahead.discard()
+            ahead = None
+            async for chunk in chunks or _fragment_chunks(journal, located, limit, buffers):
+                yield offset, chunk
+                offset += len(chunk)
+                if ahead is None and limit - offset <= NEXT_FRAGMENT_AHEAD_BYTES:
+                    ahead = _NextFragment.start(journal, limit, end_offset, buffers)
+    finally:
+        if ahead is not None:
+            await ahead.discard()
 
 
 async def _wait_for_commit_or_stop(journal: Journal, stopping: asyncio.Event,
@@ -96,7 +110,7 @@ async def _wait_for_commit_or_stop(journal: Journal, stopping: asyncio.Event,
 
 
 async def _fragment_chunks(journal: Journal, located: Located, limit: int,
-                           buffers: DecodeBuffers | None) -> AsyncIterator[bytes]:
+                           buffers: DecodeBuffers | None) -> AsyncGenerator[bytes, None]:
     if located.local_path is not None:
         try:
             fd = retry_out_of_descriptors("reading a spool",
@@ -188,6 +202,55 @@ class _ReadAhead:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
         self._fill()
+
+
+class _NextFragment:
+    """The next persisted SNAPPY or ZSTANDARD fragment of a read, its first chunk
+    decoding while the current fragment's last ones are sent. Started afresh, a
+    fragment's first chunk waits on an open, a cut and a decode in turn: the gap
+    between the last chunk of one 64 MiB fragment and the first of the next was
+    2.8× the gap between chunks (9.7 vs 3.5 ms median, broker under load), about
+    6% of a read's time in which the socket idled. Used only if the read's next
+    located fragment is this one; else discarded (its file closed)."""
+
+    def __init__(self, located: Located, limit: int, chunks: AsyncGenerator[bytes, None]) -> None:
+        self._located, self._limit, self._chunks = located, limit, chunks
+        self._first = asyncio.ensure_future(_first_of(chunks))
+
+    @classmethod
+    def start(cls, journal: Journal, offset: int, end_offset: int,
+              buffers: DecodeBuffers | None) -> _NextFragment | None:
+        """Start on the fragment at ``offset`` if it is persisted, segmentable and
+        wanted (before ``end_offset``); else None."""
+        located = None if end_offset and offset >= end_offset else journal.locate(offset)
+        if (located is None or located.offset != offset or located.local_path is not None
+                or not located.fragment.store or not is_segmentable(located.fragment.codec)):
+            return None
+        limit = located.fragment.end if not end_offset else min(end_offset, located.fragment.end)
+        return cls(located, limit, _fragment_chunks(journal, located, limit, buffers))
+
+    def matches(self, located: Located, limit: int) -> bool:
+        return (located.offset, located.fragment, limit) == (self._located.offset, self._located.fragment, self._limit)
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """Every chunk, the first one included; raises what reading raised."""
+        if (first := await self._first) is None:
+            return
+        yield first
+        async for chunk in self._chunks:
+            yield chunk
+
+    async def discard(self) -> None:
+        """Stop decoding (if still at the first chunk) and close the file."""
+        self._first.cancel()
+        await asyncio.wait([self._first])
+        if not self._first.cancelled():
+            self._first.exception()  # retrieved: a store error here is no one's to report
+        await self._chunks.aclose()
+
+
+async def _first_of(chunks: AsyncIterator[bytes]) -> bytes | None:
+    return await anext(chunks, None)
 
 
 def _store_of(journal: Journal, url: str) -> Store:
