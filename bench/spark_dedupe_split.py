@@ -22,10 +22,16 @@ however fast the sink gets.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RATE_HERALD", "RATE_NOOP", "rate_json_dedupe", "run_split", "split_headlines"]
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+__all__ = ["PY_FLOOR_NOOP", "RATE_HERALD", "RATE_NOOP", "FloorSource", "python_floor_dedupe", "rate_json_dedupe",
+           "run_split", "split_headlines"]
 
 RATE_NOOP = "spark rate (JSON value) + dedupe into noop"
 RATE_HERALD = "spark rate (JSON value) + dedupe into herald sink"
@@ -57,7 +63,12 @@ def rate_json_dedupe(spark: Any, events: int, scratch: Path, sink: str = "noop",
         writer = writer.format("noop")
     else:
         writer = writer.format("herald").option("broker", url).option("selector", output)
-    query = writer.trigger(availableNow=True).start()
+    return _finished(writer.trigger(availableNow=True).start(), start)
+
+
+def _finished(query: Any, start: float) -> dict[str, float]:
+    """Await an available-now ``query`` built from ``start``: events/s end to end
+    and in micro-batches, and the seconds outside them."""
     query.awaitTermination()
     elapsed = time.perf_counter() - start
     if query.exception() is not None:
@@ -77,8 +88,9 @@ def run_split(report: Any, config: Any, spark: Any, url: str, journals: Any, eve
     def rate_herald(count: int) -> dict[str, float]:
         return rate_json_dedupe(spark, count, scratch, "herald", url, journals.make(4)[1])
 
-    rate_json_dedupe(spark, 2000, scratch), rate_herald(2000)
+    rate_json_dedupe(spark, 2000, scratch), rate_herald(2000), python_floor_dedupe(spark, 2000, scratch)
     samples = measure_interleaved(config, {
+        PY_FLOOR_NOOP: lambda: python_floor_dedupe(spark, events, scratch),
         "herald": lambda: _dedupe_backlog(spark, url, journals, events, 4, scratch),
         NOOP_SINK: lambda: _dedupe_backlog(spark, url, journals, events, 4, scratch, sink="noop"),
         RATE_NOOP: lambda: rate_json_dedupe(spark, events, scratch),
@@ -98,5 +110,97 @@ def split_headlines(report: Any) -> None:
                         (RATE_NOOP, "dedupe split", metric))
         report.headline(f"dedupe split, sink's factor: rate → herald sink vs rate → noop, {how}",
                         (RATE_HERALD, "dedupe split", metric), (RATE_NOOP, "dedupe split", metric))
+        report.headline(f"dedupe split, any Python stream source's floor: a source making its rows in numpy → noop "
+                        f"vs rate → noop, {how}", (PY_FLOOR_NOOP, "dedupe split", metric),
+                        (RATE_NOOP, "dedupe split", metric))
         report.headline(f"dedupe split, the job vs rate → noop (same value carried), {how}",
                         ("herald", "dedupe split", metric), (RATE_NOOP, "dedupe split", metric))
+
+
+# -- the floor of any Python stream source --------------------------------------------------
+
+PY_FLOOR_NOOP = "python source (rows made in numpy) + dedupe into noop"
+_HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
+_HEAD = np.frombuffer(b'{"messageId":"ajs-', np.uint8)
+_BODY = np.frombuffer(_TAIL.encode(), np.uint8)
+
+
+def _rows(first: int, count: int) -> tuple[pa.Array, pa.Array]:
+    """Keys ``ajs-<32 hex>`` and JSON values like `rate_json_dedupe`'s, for rows
+    ``first .. first + count`` (every 167th repeats the one before), built in numpy
+    as fixed-width buffers: no Python object per row."""
+    number = np.arange(first, first + count, dtype=np.uint64)
+    number[number % 167 == 0] -= 1
+    shifts = np.arange(28, -4, -4, dtype=np.uint64)  # 8 hex digits of the low 32 bits, the rest zeros
+    digits = np.full((count, 32), ord("0"), np.uint8)
+    digits[:, 24:] = _HEX[((number[:, None] >> shifts) & np.uint64(0xF)).astype(np.intp)]
+    key = np.concatenate([np.broadcast_to(_HEAD[-4:], (count, 4)), digits], axis=1)
+    value = np.concatenate([np.broadcast_to(_HEAD, (count, len(_HEAD))), digits,
+                            np.broadcast_to(_BODY, (count, len(_BODY)))], axis=1)
+
+    def fixed(kind: pa.DataType, matrix: np.ndarray) -> pa.Array:
+        offsets = np.arange(count + 1, dtype=np.int32) * np.int32(matrix.shape[1])
+        return pa.Array.from_buffers(kind, count, [None, pa.py_buffer(offsets), pa.py_buffer(matrix.tobytes())])
+
+    return fixed(pa.string(), key), fixed(pa.binary(), value)
+
+
+class _FloorReader(DataSourceStreamReader):
+    """All ``rows`` in the first micro-batch, in ``partitions`` parts; nothing after."""
+
+    def __init__(self, rows: int, partitions: int, t_ms: int) -> None:
+        self.rows, self.parts, self.t_ms = rows, partitions, t_ms
+
+    def initialOffset(self) -> dict:
+        return {"n": 0}
+
+    def latestOffset(self, start: dict, limit: Any) -> dict:
+        return {"n": self.rows}
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        lo, hi = start["n"], end["n"]
+        step = -(-(hi - lo) // self.parts) if hi > lo else 0
+        return [InputPartition((a, min(hi, a + step), self.t_ms)) for a in range(lo, hi, step)] if step else []
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        first, end, t_ms = partition.value
+        key, value = _rows(first, end - first)
+        t = pa.Array.from_buffers(pa.int64(), end - first, [None, pa.py_buffer(np.full(end - first, t_ms, np.int64))])
+        yield pa.RecordBatch.from_arrays([key, value, t], names=["key", "value", "t_ms"])
+
+
+class FloorSource(DataSource):
+    """``format("herald-bench-floor")``: a Python stream source whose reader does
+    almost nothing, so a query over it costs what PySpark's Python data source
+    machinery costs (the source runner, the read tasks, Arrow into the JVM)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "herald-bench-floor"
+
+    def schema(self) -> str:
+        return "key string, value binary, t_ms long"
+
+    def streamReader(self, schema: object) -> DataSourceStreamReader:
+        return _FloorReader(int(self.options["rows"]), int(self.options.get("partitions", "4")),
+                            int(self.options["t_ms"]))
+
+
+def python_floor_dedupe(spark: Any, events: int, scratch: Path) -> dict[str, float]:
+    """``events`` rows of `FloorSource` (4 partitions, as the job reads 4 journals)
+    through the job's dedupe shape into ``noop``; events/s as `rate_json_dedupe`."""
+    from pyspark.sql import functions as F
+
+    from herald.pipelines.streaming import prepare_queries
+
+    prepare_queries(spark)
+    spark.dataSource.register(FloorSource)
+    checkpoint = scratch / f"py-floor-{time.monotonic_ns()}"
+    start = time.perf_counter()
+    df = (spark.readStream.format(FloorSource.name()).option("rows", str(max(1, events)))
+          .option("t_ms", str(int(time.time() * 1000))).load())
+    deduped = (df.select("key", "value", F.timestamp_millis("t_ms").alias("t")).withWatermark("t", "30 minutes")
+               .dropDuplicatesWithinWatermark(["key"]).select("key", "value"))
+    query = (deduped.writeStream.format("noop").option("checkpointLocation", str(checkpoint / "query"))
+             .trigger(availableNow=True).start())
+    return _finished(query, start)
