@@ -17,9 +17,10 @@
   latency, from UUID clocks; it also checks the output is exactly once);
 - journals: events/s of the backlog run over 1, 4 (full mode) and 16 input journals, taking turns;
 - state: the job's own state bytes per key after the backlog run (its metrics);
-- split (only when named): the job, its ``noop`` twin and ``rate`` with a JSON value into ``noop``
-  and into the herald sink, taking turns: the source's and the sink's factors
-  of the job's ratio to ``rate`` (`bench.spark_dedupe_split`).
+- split (only when named): the job, its ``noop`` twin, ``rate`` with a JSON value into ``noop``
+  and into the herald sink, and a do-nothing Python stream source into ``noop``, taking
+  turns: the source's and the sink's factors of the job's ratio to ``rate``, and the
+  floor of any Python source (`bench.spark_dedupe_split`).
 
 ``python -m bench.spark_dedupe [--quick] [--cases backlog,live,journals,split]`` runs
 only these cases (a broker and a Spark session of their own) and prints the
