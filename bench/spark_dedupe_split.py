@@ -9,7 +9,11 @@ frames them on the same fast path as the job's output), separate the two sides:
   watermark, ``dropDuplicatesWithinWatermark``, value carried to the sink);
 - ``rate → dedupe → herald sink``: the exactly-once sink's cost with a free source;
 - ``herald source → dedupe → noop`` (`bench.spark_dedupe.NOOP_SINK`): the
-  source's cost with a free sink.
+  source's cost with a free sink;
+- `FloorSource` → dedupe → ``noop``: a Python stream source whose reads cost
+  almost nothing, i.e. what PySpark's Python data source machinery alone costs
+  (its fresh source runner per query, read tasks, Arrow into the JVM): the
+  floor under any Python source, Herald's included.
 
 Every side is one available-now run (one micro-batch of all events, then the
 closing no-data batch), timed from building the query to the run's end, as
