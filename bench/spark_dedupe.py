@@ -16,9 +16,13 @@
   10 k events/s into a query triggered every ``LIVE_TRIGGER_S`` (the audit's
   latency, from UUID clocks; it also checks the output is exactly once);
 - journals: events/s of the backlog run over 1, 4 (full mode) and 16 input journals, taking turns;
-- state: the job's own state bytes per key after the backlog run (its metrics).
+- state: the job's own state bytes per key after the backlog run (its metrics);
+- split (only when named): the job, its ``noop`` twin, ``rate`` with a JSON value into ``noop``
+  and into the herald sink, and a do-nothing Python stream source into ``noop``, taking
+  turns: the source's and the sink's factors of the job's ratio to ``rate``, and the
+  floor of any Python source (`bench.spark_dedupe_split`).
 
-``python -m bench.spark_dedupe [--quick] [--cases backlog,live,journals]`` runs
+``python -m bench.spark_dedupe [--quick] [--cases backlog,live,journals,split]`` runs
 only these cases (a broker and a Spark session of their own) and prints the
 figures, the headline ratios and each backlog query's per-batch durations.
 """
@@ -33,12 +37,14 @@ from typing import Any
 from bench.runner import Config, Report, measure_interleaved
 from bench.servers import apply, bench_spec, wait_until
 
-__all__ = ["CASES", "LIVE_RATE", "LIVE_TRIGGER_S", "NOOP_SINK", "RATE_DEDUPE", "dedupe_headlines", "main",
-           "run_dedupe_cases"]
+__all__ = ["CASES", "LIVE_RATE", "LIVE_TRIGGER_S", "NOOP_SINK", "OPT_IN_CASES", "RATE_DEDUPE", "dedupe_headlines",
+           "main", "run_dedupe_cases"]
 
 UNITS = {"events_per_s": "events/s", "batch_events_per_s": "events/s", "outside_batches_s": "s", "p50_ms": "ms",
          "p99_ms": "ms", "state_bytes_per_key": "B/key"}
 CASES = ("backlog", "live", "journals")
+#: Cases run only when named (``--cases split``): four sides × three turns, ≈ 1 min more.
+OPT_IN_CASES = ("split",)
 
 NOOP_SINK = "herald dedupe query into noop"
 RATE_DEDUPE = "spark rate + dropDuplicatesWithinWatermark"
@@ -102,6 +108,10 @@ def run_dedupe_cases(report: Report, config: Config, spark: Any, url: str, scrat
                    UNITS)
     if "journals" in cases:
         _journal_counts(report, config, spark, url, journals, events, scratch)
+    if "split" in cases:
+        from bench.spark_dedupe_split import run_split
+
+        run_split(report, config, spark, url, journals, events, scratch)
 
 
 #: Pairs of runs over 1 and 16 journals: the ratio's goal (≥ 0.9) is within what a
@@ -140,6 +150,9 @@ def dedupe_headlines(report: Report) -> None:
         report.headline(f"dedupe live 10k events/s: {metric[:3]} latency append→output vs the "
                         f"{LIVE_TRIGGER_S:g} s trigger",
                         ("herald", "dedupe live 10k/s", metric), ("trigger interval", "dedupe live 10k/s", metric))
+    from bench.spark_dedupe_split import split_headlines
+
+    split_headlines(report)
     for count in (4, 16):
         report.headline(f"dedupe over {count} journals vs 1: events/s",
                         ("herald", f"dedupe {count} journals", "events_per_s"),
@@ -346,12 +359,13 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m bench.spark_dedupe", description=main.__doc__)
     parser.add_argument("--quick", action="store_true", help="the quick bench's sizes")
-    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {','.join(CASES)}")
+    parser.add_argument("--cases", default=",".join(CASES),
+                        help=f"comma-separated subset of {','.join(CASES + OPT_IN_CASES)} (default {','.join(CASES)})")
     parser.add_argument("--work-dir", type=Path, default=None, help="scratch space (default: a temp dir)")
     args = parser.parse_args(argv)
     cases = tuple(c for c in args.cases.split(",") if c)
-    if set(cases) - set(CASES):
-        parser.error(f"unknown case(s): {', '.join(sorted(set(cases) - set(CASES)))}")
+    if set(cases) - set(CASES + OPT_IN_CASES):
+        parser.error(f"unknown case(s): {', '.join(sorted(set(cases) - set(CASES + OPT_IN_CASES)))}")
     config = Config(quick=args.quick, work_dir=args.work_dir)
     report, scratch = Report("spark-dedupe", config), config.scratch("spark-dedupe")
 

@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from herald.message import NDJSONFraming, build_uuid, modulo_mapping, rendezvous_mapping
-from herald.spark.publishing import _by_journal, map_rows, ndjson_lines, ndjson_tails
+from herald.message.columnar import fnv1a32_many
+from herald.message.mapping import fnv1a32
+from herald.spark.publishing import _buffers, _by_journal, map_rows, ndjson_lines, ndjson_tails
 from herald.spark.sink_tasks import _strip_uuid
 
 FRAMING = NDJSONFraming()
@@ -58,6 +60,17 @@ def test_bulk_mapping_equals_the_mappings(keys, journals):
         for key, i in zip(keys, index.tolist()):
             if key is not None:
                 assert names[i] == one(key, names)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=40), min_size=1, max_size=30), st.integers(0, 40), st.integers(0, 3))
+def test_key_hashes_of_one_length_and_of_mixed_lengths_equal_fnv1a32(keys, width, skip):
+    """Keys all of one length take the matrix path; mixed ones the shortest-first
+    passes. A slice starts its keys past the buffer's first byte."""
+    for batch in ([k[:width].ljust(width, b"x") for k in keys], [k + b"x" * width for k in keys]):
+        array = pa.array(batch, pa.binary()).slice(min(skip, len(batch) - 1))
+        offsets, data = _buffers(array)
+        assert fnv1a32_many(data, offsets).tolist() == [fnv1a32(k) for k in array.to_pylist()]
 
 
 @settings(max_examples=100, deadline=None)
