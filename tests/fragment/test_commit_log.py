@@ -4,7 +4,6 @@ over as well as once) before the spools recover [I-FRAG-2]."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import shutil
@@ -19,7 +18,7 @@ from herald.fragment import writeback
 from herald.fragment.commit_log import INLINE_BYTES, LOG_DIR, CommitLog
 from herald.fragment.commit_log_records import LogRecord, decode_records, frame
 from herald.fragment.commit_log_replay import replay_segments
-from herald.fragment.commit_log_worker import write_back_file, write_lines
+from herald.fragment.commit_log_worker import write_lines
 from herald.fragment.fdpool import DescriptorPool
 from herald.fragment.rounds import GroupWrite, logged_to, round_syncs, write_round
 from herald.fragment.spool import Spool
@@ -199,25 +198,6 @@ def test_segments_grow_ahead_of_the_rounds(data_dir):
         log.drain()
         assert log._pos < log._allocated == os.fstat(log._fd).st_size
     assert log._allocated - log._pos >= commit_log_module.FIRST_GROW_BYTES // 2
-
-
-@pytest.mark.parametrize("size", [writeback.WRITEBACK_BYTES, 1024])
-def test_chunks_completed(size):
-    chunks = functools.partial(writeback.chunks_completed, chunk=size)
-    assert writeback.chunks_completed(writeback.WRITEBACK_BYTES - 1, 1) == (0, writeback.WRITEBACK_BYTES)
-    assert chunks(0, 100) is None
-    assert chunks(size - 10, 9) is None
-    assert chunks(size - 10, 10) == (0, size)
-    assert chunks(size + 5, 3 * size) == (size, 4 * size)
-    assert chunks(2 * size, size - 1) is None
-
-
-def test_write_back_of_a_removed_spool_is_nothing(tmp_path):
-    """A spool persisted and removed before its write-back job ran: nothing to do."""
-    kept = tmp_path / "kept.spool"
-    kept.write_bytes(b"k" * 8192)
-    write_back_file(kept, 0, 8192)
-    write_back_file(tmp_path / "gone.spool", 0, 8192)
 
 
 LAST_ROUNDS = 2  # only logged when the power goes (a few KiB: they cannot fill a segment)
