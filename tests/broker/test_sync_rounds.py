@@ -119,7 +119,7 @@ def test_a_journal_at_the_gate_is_let_through_when_no_round_follows(tmp_path):
 
 
 def test_a_replicas_group_is_never_held_for_a_journals_writers(tmp_path):
-    """A replica's group (`commit_in_round`) is awaited by its primary, not by writers
+    """A replica's group (`commit_replica_write`) is awaited by its primary, not by writers
     that come back through the gate: it opens a round that waits for writers, and a
     round of replica groups alone waits for nobody."""
     pool = DescriptorPool(budget_fds=16)

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 
-from herald.broker.sync_rounds import commit_in_round
+from herald.broker.sync_rounds import commit_replica_write
 from herald.fragment.rounds import GroupWrite
 from herald.protocol.errors import HeraldError, Status
 from herald.protocol.labels import LabelSet
@@ -63,7 +63,7 @@ class ReplicaSide:
             spool = self._spool
             # In the broker-wide sync round, beside every other journal's group
             # (herald.broker.sync_rounds): data and commit line durable before the answer.
-            await commit_in_round(ReplicaWrite(spool, [content], registers, time.time()))
+            await commit_replica_write(ReplicaWrite(spool, [content], registers, time.time()))
             fragment = spool.fragment()
             self.index.add_local(fragment, spool.path)
             self.wake_readers()

@@ -40,7 +40,7 @@ from herald.fragment.rounds import GroupWrite, round_syncs, write_round
 from herald.helper_threads import HelperThreads
 from herald.protocol.errors import HeraldError
 
-__all__ = ["RoundThread", "SyncRounds", "Taken", "commit_in_round"]
+__all__ = ["RoundThread", "SyncRounds", "Taken", "commit_replica_write"]
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +309,7 @@ def rounds_of_running_loop() -> SyncRounds:
     return rounds
 
 
-async def commit_in_round(write: GroupWrite) -> list[str]:
+async def commit_replica_write(write: GroupWrite) -> list[str]:
     """Make a replica's ``write`` durable in this broker's next sync round (see the
     module doc), never held for a journal's writers to come back."""
     return await rounds_of_running_loop().commit(write, gathered=False)
