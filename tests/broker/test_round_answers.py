@@ -183,22 +183,21 @@ def test_a_connection_closed_with_its_append_in_a_round_leaves_the_others_answer
     assert sorted(lines) == sorted(closed)
 
 
-def test_appends_queued_past_one_group_go_to_the_next_rounds(tmp_path, monkeypatch):
+def test_appends_queued_past_one_group_go_to_the_next_rounds(tmp_path):
     """A round takes at most `MAX_GROUP_BYTES` of a journal's queue: the rest stays
     wanted, and later rounds take it, in order, until every append is answered."""
     import asyncio
 
-    from herald.broker import append_task
     from herald.broker.journal import Journal
     from herald.broker.sync_rounds import rounds_of_running_loop
     from herald.protocol.journal import JournalSpec
 
-    monkeypatch.setattr(append_task, "MAX_GROUP_BYTES", 20)  # two 10-byte appends per group
     bodies = [b"append-%02d\n" % i for i in range(9)]
 
     async def scenario() -> tuple[list, int]:
         journal = await Journal.open(JournalSpec.from_dict(journal_spec("rounds/small-groups", stores=[])),
                                      tmp_path, [])
+        journal.max_group_bytes = 20  # two 10-byte appends per group
         loop, answers = asyncio.get_running_loop(), []
         done = loop.create_future()
 

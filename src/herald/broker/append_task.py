@@ -58,6 +58,8 @@ class AppendTask:
     #: A body streaming into the spool, holding its lock (`herald.broker.append_stream`).
     streaming: StreamedAppend | None = None
     _round_wanted = False  # a sync round will take this journal's queued appends
+    #: The most bytes of queued appends one group takes (the rest go to the next).
+    max_group_bytes = MAX_GROUP_BYTES
 
     def _enqueue(self, item: Pending | None) -> None:
         """Queue an append (None: a poke) for the append task, started on first use."""
@@ -95,7 +97,7 @@ class AppendTask:
                 or not self.is_primary or not self._lease_ok() or not self._spool_lock.try_acquire()):
             queue.wake()
             return None
-        group, taken = queue.take(MAX_GROUP_BYTES)
+        group, taken = queue.take(self.max_group_bytes)
         now = time.time()
         try:
             self._maybe_roll(now)
@@ -149,7 +151,7 @@ class AppendTask:
                 await gate  # the round under way ends: take every append queued by then
             elif self.pipeline is not None and self._gather_want:
                 await self._gather(queue)  # the last group's writers come back (primary_pipeline)
-            group, taken = queue.take(MAX_GROUP_BYTES)
+            group, taken = queue.take(self.max_group_bytes)
             try:
                 if not self._holding_spool_lock:
                     await self._spool_lock.acquire()
