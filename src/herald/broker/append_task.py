@@ -99,12 +99,7 @@ class AppendTask:
             return None
         group, taken = queue.take(self.max_group_bytes)
         now = time.time()
-        try:
-            self._maybe_roll(now)
-            require_full_peerset(self)
-            catch_up_to_index(self)
-        except (OSError, HeraldError) as err:  # no descriptors or disk for the next spool
-            fail_group(group, as_herald_error(err))
+        if not self._ready_to_write(group, now):
             self._round_done(taken)
             return None
         spool = self._spool
@@ -193,12 +188,7 @@ class AppendTask:
             else:  # a poke: the peers of a group in flight answered
                 await self._finish_answered()
             return
-        try:
-            self._maybe_roll(time.time())
-            require_full_peerset(self)  # the route may have shrunk while the group waited
-            catch_up_to_index(self)  # never append under persisted bytes (INDEX_HAS_GREATER_OFFSET)
-        except (OSError, HeraldError) as err:  # no descriptors or disk for the next spool
-            fail_group(group, as_herald_error(err))
+        if not self._ready_to_write(group, time.time()):
             return
         if self.pipeline is not None and not self.pipeline.synced:
             pipeline, loop = self.pipeline, asyncio.get_running_loop()
@@ -216,6 +206,18 @@ class AppendTask:
                 return
         if group:
             await self._commit_group(group)
+
+    def _ready_to_write(self, group: list[Pending], now: float) -> bool:
+        """Roll the spool if due and check the route before ``group`` is written
+        (by the task or by a sync round); False, with the group failed, if not."""
+        try:
+            self._maybe_roll(now)
+            require_full_peerset(self)  # the route may have shrunk while the group waited
+            catch_up_to_index(self)  # never append under persisted bytes (INDEX_HAS_GREATER_OFFSET)
+        except (OSError, HeraldError) as err:  # no descriptors or disk for the next spool
+            fail_group(group, as_herald_error(err))
+            return False
+        return True
 
     async def _commit_group(self, group: list[Pending]) -> None:
         if self.pipeline is not None:
