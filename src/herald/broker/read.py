@@ -87,11 +87,12 @@ async def stream(journal: Journal, offset: int, block: bool, end_offset: int,
             chunks = ahead.chunks() if ahead is not None and ahead.matches(located, limit) else None
             if ahead is not None and chunks is None:
                 await ahead.discard()
-            ahead = None
+            ahead, looked_ahead = None, False
             async for chunk in chunks or _fragment_chunks(journal, located, limit, buffers):
                 yield offset, chunk
                 offset += len(chunk)
-                if ahead is None and limit - offset <= NEXT_FRAGMENT_AHEAD_BYTES:
+                if not looked_ahead and limit - offset <= NEXT_FRAGMENT_AHEAD_BYTES:
+                    looked_ahead = True  # once per fragment: a spool's tail has no next one to find
                     ahead = _NextFragment.start(journal, limit, end_offset, buffers)
     finally:
         if ahead is not None:
