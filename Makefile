@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py src/herald/fragment/_sha1x2.c
 	@command -v $(PYTHON) >/dev/null || PYTHON=python3
 	$(MAKE) system-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,12 +19,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m herald.spark.pyspark_zip  # bytecode in pyspark.zip and py4j's zip: Spark's Python processes start 2-3x faster
 	touch $(STAMP)
 
-# Java runs Spark; etcd runs cluster tests; fuse3 (libfuse3 + fusermount3) runs the
+# gcc builds the optional C extension herald.fragment._sha1x2 (setup.py); Java runs Spark; etcd runs cluster tests; fuse3 (libfuse3 + fusermount3) runs the
 # power-loss tests' file system; postgresql (server binaries under /usr/lib/postgresql)
 # is bike-share's store; chromium + chromedriver show the status page to its test.
 # apt-get only what is missing.
 system-deps:
 	@missing=""; \
+	command -v gcc >/dev/null || missing="$$missing gcc"; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	command -v etcd >/dev/null || missing="$$missing etcd-server"; \
 	command -v fusermount3 >/dev/null || missing="$$missing fuse3"; \

@@ -35,7 +35,7 @@ from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_de
 from herald.fragment.rounds import GroupWrite, pwrite_all
 from herald.fragment.spool_precommits import SpoolPrecommits
 from herald.fragment.spool_recycling import take
-from herald.fragment.spool_sums import PARALLEL_HASH_BYTES, GroupSums, hash_inline
+from herald.fragment.spool_sums import PARALLEL_HASH_BYTES, GroupSums, hash_inline, new_sha1
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
@@ -86,7 +86,7 @@ class Spool(SpoolPrecommits):
         self.registers = registers
         self.first_append_unix = first_append_unix
         self._delta = 0
-        self._sha1 = hashlib.sha1()
+        self._sha1 = new_sha1()  # paired with each body's where built (spool_sums)
         self._hashing: GroupSums | None = None  # a large group's SHA1s, under way
         self._committed_sum = EMPTY_SHA1  # the running SHA1 as of ``end``
         self.path = directory / f"{begin:016x}{SPOOL_SUFFIX}"

@@ -5,8 +5,8 @@ joined, handed to the round thread, written with one ``pwritev`` and hashed twic
 (its own SHA1 and the fragment's running SHA1), and only then synced — with one
 writer each step is on the critical path (measured: 3.9 ms from the last byte to
 the answer, 1 ms of it the data's fdatasync). A `SpoolStream` instead writes each
-piece past the spool's committed end as it arrives and feeds both SHA1s on two
-helper threads (`StreamSums`), so at the last byte only the syncs and the commit
+piece past the spool's committed end as it arrives and feeds both SHA1s on a
+helper thread (`StreamSums`: one paired pass where built), so at the last byte only the syncs and the commit
 line remain: the data's fdatasync starts from the loop at once, and the body joins
 the next sync round as a `StreamedWrite`, one group like any other.
 
@@ -21,14 +21,16 @@ holds the journal's spool lock for the whole body (appends never interleave
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from herald.fragment.commit_log import INLINE_BYTES
 from herald.fragment.fdatasyncs import SYNCS, PendingSync
 from herald.fragment.rounds import GroupWrite, pwrite_all
+from herald.fragment.spool_sums import PAIRED, new_sha1, update_both
 from herald.helper_threads import HelperThreads
 from herald.protocol.labels import LabelSet
 
@@ -44,16 +46,16 @@ STREAM_MIN_BYTES = INLINE_BYTES
 
 
 class _Feed:
-    """One SHA1 fed a body's pieces in order on a `_HASHING` thread. Pieces that
-    arrive while it hashes wait in a list and are taken together, so a piece costs
-    the loop a lock and an append (a hand-off only when the SHA1 is idle), where a
-    `concurrent.futures` submit cost it a `Future`, a work item and a dozen
-    Python-level lock operations per piece and SHA1."""
+    """A body's pieces fed in order, on a `_HASHING` thread, to ``update`` (one SHA1's,
+    or `update_both` of two). Pieces that arrive while it hashes wait in a list and
+    are taken together, so a piece costs the loop a lock and an append (a hand-off
+    only when the feed is idle), where a `concurrent.futures` submit cost it a
+    `Future`, a work item and a dozen Python-level lock operations per piece."""
 
-    __slots__ = ("_draining", "_idle", "_lock", "_pieces", "error", "sha1")
+    __slots__ = ("_draining", "_idle", "_lock", "_pieces", "error", "update")
 
-    def __init__(self, sha1) -> None:
-        self.sha1 = sha1
+    def __init__(self, update: Callable[[bytes], object]) -> None:
+        self.update = update
         self._pieces: list[bytes] = []
         self._lock = threading.Lock()
         self._idle = threading.Lock()  # held from a drain's hand-off to its end
@@ -81,7 +83,7 @@ class _Feed:
                     return
             try:
                 for piece in pieces:
-                    self.sha1.update(piece)
+                    self.update(piece)
             except BaseException as err:  # noqa: BLE001 - kept for wait(): a wrong SHA1 must never commit
                 self.error = err
 
@@ -94,8 +96,8 @@ class _Feed:
 
 
 class _Hashing(HelperThreads[_Feed]):
-    """Two threads draining `_Feed` s: a body's two SHA1s run side by side (hashlib
-    drops the GIL for large updates), each one's pieces in order."""
+    """Two threads draining `_Feed` s, each feed's pieces in order: a body's two
+    SHA1s in one paired pass, or (hashlib's, `PAIRED` False) side by side."""
 
     def drain(self, feed: _Feed) -> None:
         self._submit(feed)
@@ -113,22 +115,26 @@ _HASHING = _Hashing(2, "herald-sha1-stream")
 class StreamSums:
     """A streamed body's two SHA1s, updated piece by piece on helper threads: the
     body's own, and a copy of the spool's running SHA1 (the spool's stays as it was
-    until the group commits)."""
+    until the group commits). Paired (`herald.fragment.spool_sums`), one feed
+    hashes each piece into both in one pass; else one feed per SHA1."""
 
     def __init__(self, running_sha1) -> None:
-        self._running = _Feed(running_sha1.copy())
-        self._body = _Feed(hashlib.sha1())
+        self._running, self._body = running_sha1.copy(), new_sha1()
+        if PAIRED:
+            self._feeds = [_Feed(partial(update_both, self._running, self._body))]
+        else:
+            self._feeds = [_Feed(self._running.update), _Feed(self._body.update)]
 
     def update(self, piece: bytes) -> None:
-        self._running.feed(piece)
-        self._body.feed(piece)
+        for feed in self._feeds:
+            feed.feed(piece)
 
     def result(self) -> tuple[object, str]:
         """The running SHA1 with the body, and the body's SHA1 (blocking: waits for
         the pieces fed so far to be hashed)."""
-        self._running.wait()
-        self._body.wait()
-        return self._running.sha1, self._body.sha1.hexdigest()
+        for feed in self._feeds:
+            feed.wait()
+        return self._running, self._body.hexdigest()
 
 
 class SpoolStream:

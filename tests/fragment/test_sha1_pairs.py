@@ -1,0 +1,73 @@
+"""Two SHA1s of the same bytes in one pass (`herald.fragment.spool_sums`): exactly
+hashlib's digests, however the bytes are cut and whatever each SHA1 already holds;
+hashlib's own objects where the C extension is not built."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+
+import pytest
+
+from herald.fragment.spool_sums import PAIRED, GroupSums, hash_inline, new_sha1, update_both
+
+DATA = os.urandom(300_000)
+CUTS = [0, 1, 55, 56, 63, 64, 65, 119, 120, 128, 2047, 2048, 4096, 70_000]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_update_both_matches_hashlib_for_any_cuts_and_head_starts(seed):
+    """The running SHA1 holds a partial block of its own (any length), the body's
+    starts empty: their blocks sit at different offsets of each piece."""
+    rnd = random.Random(seed)
+    running, expected_running = new_sha1(), hashlib.sha1()
+    head = DATA[:rnd.randrange(0, 200)]
+    running.update(head)
+    expected_running.update(head)
+    body, expected_body, pos = new_sha1(), hashlib.sha1(), len(head)
+    while pos < len(DATA):
+        piece = DATA[pos:pos + rnd.choice([*CUTS, rnd.randrange(0, 9000)])]
+        pos += max(len(piece), 1)
+        update_both(running, body, memoryview(piece) if rnd.random() < 0.3 else piece)
+        expected_running.update(piece)
+        expected_body.update(piece)
+        if rnd.random() < 0.05:  # a copy is independent of its original
+            copy = running.copy()
+            copy.update(b"more")
+            assert running.hexdigest() == expected_running.hexdigest()
+    assert running.hexdigest() == expected_running.hexdigest()
+    assert body.digest() == expected_body.digest()
+
+
+@pytest.mark.parametrize("length", [0, 1, 55, 56, 63, 64, 119, 120, 1 << 20])
+def test_a_single_sha1_matches_hashlib_at_every_padding_boundary(length):
+    sha1 = new_sha1()
+    sha1.update(DATA[:length] if length <= len(DATA) else DATA * 4)
+    expected = hashlib.sha1(DATA[:length] if length <= len(DATA) else DATA * 4)
+    assert (sha1.hexdigest(), sha1.digest()) == (expected.hexdigest(), expected.digest())
+    assert sha1.hexdigest() == sha1.hexdigest()  # a digest does not end the hash
+
+
+def test_hash_inline_and_a_large_groups_sums_give_each_bodys_and_the_running_sha1():
+    contents = [DATA[:100], DATA[100:200_000], b"", DATA[200_000:]]
+    for running in (new_sha1(), hashlib.sha1()):  # a hashlib running SHA1 still works
+        running.update(b"earlier groups")
+        assert hash_inline(running, contents) == [hashlib.sha1(c).hexdigest() for c in contents]
+        assert running.hexdigest() == hashlib.sha1(b"earlier groups" + DATA).hexdigest()
+    running = new_sha1()
+    started = GroupSums.start(running, contents)
+    assert started is not None
+    assert started.result() == [hashlib.sha1(c).hexdigest() for c in contents]
+    assert running.hexdigest() == hashlib.sha1(DATA).hexdigest()
+
+
+def test_the_extension_refuses_text_and_one_object_twice():
+    pytest.importorskip("herald.fragment._sha1x2", reason="the C extension is not built here")
+    assert PAIRED
+    sha1 = new_sha1()
+    with pytest.raises(TypeError, match="encoded"):
+        sha1.update("text")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="two objects"):
+        update_both(sha1, sha1, b"x")
+    assert (sha1.name, sha1.digest_size, sha1.block_size) == ("sha1", 20, 64)
