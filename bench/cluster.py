@@ -13,6 +13,7 @@ broker is back, which would measure the restart, not the fail-over.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 
@@ -69,11 +70,19 @@ def _replication(report: Report, config: Config, cluster: Cluster) -> None:
             _with_broker_cpu(cluster, primary, lambda: run_wrk(url, [path], body, WRITERS, config.duration_s)))
     case = f"{size_name(APPEND_BYTES)} x{WRITERS}"
     for system, samples in measure_interleaved(config, systems).items():
-        report.add(system, case, samples, {**UNITS, **{metric: "us" for metric in CPU_METRICS}})
+        report.add(system, case, samples, {**UNITS, **{metric: "us" for metric in CPU_METRICS}, **STAGE_UNITS})
 
 
 #: CPU per append: every broker's, the primary's, and the busiest peer's.
 CPU_METRICS = ("broker_cpu_us_per_append", "primary_cpu_us_per_append", "peer_cpu_us_per_append")
+#: Where an append's time goes, from the brokers' own histograms over the run (means):
+#: appends per group (half the writers: they split into two cohorts), the primary's
+#: append latency from body read to ack (the rest of wrk's is its HTTP and the
+#: load generator), the slowest peer's round trip per group (0 at replication 1),
+#: and the sync round (write + fdatasyncs) of that peer, or of the primary at
+#: replication 1: the same disk work on the critical path of each.
+STAGE_UNITS = {"appends_per_group": "appends", "broker_append_ms": "ms", "peer_round_trip_ms": "ms",
+               "sync_round_ms": "ms"}
 
 
 def _with_broker_cpu(cluster: Cluster, primary: BrokerProcess, run: Callable[[], LoadResult]) -> dict[str, float]:
@@ -81,6 +90,7 @@ def _with_broker_cpu(cluster: Cluster, primary: BrokerProcess, run: Callable[[],
     from /proc), per append: replication's cost summed over primary and peers, and
     apart (the primary's, and the busiest peer's), to show where it goes."""
     pids = {broker.proc.pid: broker is primary for broker in cluster.brokers if broker.proc is not None}
+    stages = _Stages(cluster, primary)  # its scrapes outside the CPU measured
     before = {pid: _cpu_s(pid) for pid in pids}
     result = run()
     used = {pid: _cpu_s(pid) - before[pid] for pid in pids}
@@ -89,7 +99,48 @@ def _with_broker_cpu(cluster: Cluster, primary: BrokerProcess, run: Callable[[],
     return {**result.metrics(APPEND_BYTES),
             "broker_cpu_us_per_append": sum(used.values()) * per_append,
             "primary_cpu_us_per_append": sum(s for pid, s in used.items() if pids[pid]) * per_append,
-            "peer_cpu_us_per_append": max(peers, default=0.0) * per_append}
+            "peer_cpu_us_per_append": max(peers, default=0.0) * per_append, **stages.since()}
+
+
+#: The histogram families `_Stages` reads: (name, its labels if any) -> (sum, count).
+_FAMILY = re.compile(r"^herald_broker_(append_seconds|append_group_appends|replication_seconds|sync_round_seconds)"
+                     r"_(sum|count)(\{[^}]*\})? ([0-9.e+-]+)$", re.MULTILINE)
+
+
+class _Stages:
+    """The brokers' histograms of one run, read from ``/metrics`` before and after
+    (see `STAGE_UNITS`): the run's own sums and counts, not the brokers' lifetime's."""
+
+    def __init__(self, cluster: Cluster, primary: BrokerProcess):
+        self.primary = primary
+        self.peers = [broker for broker in cluster.brokers if broker is not primary and broker.proc is not None]
+        self.before = self._read()
+
+    def _read(self) -> dict[tuple[str, str, str], float]:
+        values = {}
+        for broker in (self.primary, *self.peers):
+            text = httpx.get(f"{broker.url}/metrics", timeout=10.0).text
+            for family, part, labels, value in _FAMILY.findall(text):
+                key = (broker.url, family + (labels or ""), part)
+                values[key] = values.get(key, 0.0) + float(value)
+        return values
+
+    def since(self) -> dict[str, float]:
+        after, url = self._read(), self.primary.url
+        trips = {peer.url: self._mean(after, url, f'replication_seconds{{peer="{peer.url}"}}', 1e3)
+                 for peer in self.peers}
+        slowest = max(trips, key=trips.__getitem__, default=None)
+        syncing = slowest if slowest and trips[slowest] else url  # replication 1: the primary syncs
+        return {"appends_per_group": self._mean(after, url, "append_group_appends"),
+                "broker_append_ms": self._mean(after, url, "append_seconds", 1e3),
+                "peer_round_trip_ms": trips[slowest] if slowest else 0.0,
+                "sync_round_ms": self._mean(after, syncing, "sync_round_seconds", 1e3)}
+
+    def _mean(self, after: dict[tuple[str, str, str], float], url: str, family: str, scale: float = 1.0) -> float:
+        """The mean of one broker's histogram ``family`` over the run (0 if empty)."""
+        count = after.get((url, family, "count"), 0.0) - self.before.get((url, family, "count"), 0.0)
+        total = after.get((url, family, "sum"), 0.0) - self.before.get((url, family, "sum"), 0.0)
+        return total / count * scale if count else 0.0
 
 
 def _cpu_s(pid: int) -> float:

@@ -265,13 +265,14 @@ def _parallel(report: Report, config: Config, url: str, scratch: Path) -> None:
 
     rows, runs = config.scale(800_000, 300_000), config.scale(5, 3)
     report.inputs.update(parallel_rows=rows, parallel_journals=JOURNALS, parallel_runs=runs)
-    selector = fill(url, rows, scratch)
+    selector, text_glob = fill(url, rows, scratch)
     try:
-        measured = measure_masters(url, selector, rows, runs)
+        measured = measure_masters(url, selector, rows, runs, text_glob)
     except RuntimeError as err:  # e.g. a fresh source runner not connecting back within Spark's 10 s
         report.note(f"local[1] vs local[2] not measured: {str(err).splitlines()[-1][:300]}")
         return
-    for metric in ("batch_rows_per_s", "stream_rows_per_s", "stream_batch_rows_per_s"):
+    for metric in ("batch_rows_per_s", "stream_rows_per_s", "stream_batch_rows_per_s", "text_batch_rows_per_s",
+                   "text_stream_rows_per_s", "text_stream_batch_rows_per_s"):
         ratios = sorted(pair_ratios(measured, metric))
         report.note(f"local[2] / local[1], {metric}, pairs of reads seconds apart: median "
                     f"{ratios[len(ratios) // 2]:.2f}, range {ratios[0]:.2f}-{ratios[-1]:.2f} ({len(ratios)} pairs)")
@@ -283,6 +284,12 @@ def _parallel(report: Report, config: Config, url: str, scratch: Path) -> None:
                    UNITS)
         for kind in ("batch", "stream"):  # the CPU the read got: was a second core there to use?
             report.add(master, f"{kind} read, parallel efficiency", {"cores": samples[f"{kind}_cores"]}, UNITS)
+        # Spark's own text source over the same bytes, same processes and turns: the machine's reference.
+        text = f"spark text {master}"
+        report.add(text, "batch read, parallel efficiency", {"rows_per_s": samples["text_batch_rows_per_s"]}, UNITS)
+        report.add(text, "stream read, parallel efficiency", {
+            "rows_per_s": samples["text_stream_rows_per_s"], "cores": samples["text_stream_cores"],
+            "batch_rows_per_s": samples["text_stream_batch_rows_per_s"]}, UNITS)
 
 
 def _available_now(df: Any, checkpoint: Path) -> Any:
@@ -337,6 +344,13 @@ def _headlines(report: Report) -> None:
          ("local[2]", stream_par, "batch_rows_per_s"), ("local[1]", stream_par, "batch_rows_per_s")),
         ("spark batch read: CPU cores the local[2] vs the local[1] read got (driver, JVM, workers)",
          ("local[2]", batch_par, "cores"), ("local[1]", batch_par, "cores")),
+        ("Spark text batch read, same bytes and turns: local[2] vs local[1] rows/s (the machine's reference)",
+         ("spark text local[2]", batch_par, "rows_per_s"), ("spark text local[1]", batch_par, "rows_per_s")),
+        ("Spark text stream read, same bytes and turns: local[2] vs local[1] rows/s (the machine's reference)",
+         ("spark text local[2]", stream_par, "rows_per_s"), ("spark text local[1]", stream_par, "rows_per_s")),
+        ("Spark text stream read in micro-batches: local[2] vs local[1] rows/s (the machine's reference)",
+         ("spark text local[2]", stream_par, "batch_rows_per_s"),
+         ("spark text local[1]", stream_par, "batch_rows_per_s")),
     ]
     for label, herald, reference in pairs:
         report.headline(label, herald, reference)

@@ -20,6 +20,15 @@ Spark's progress events: the part that can run in parallel), and ``batch_cores``
 read. Efficiency is local[2] ÷ local[1] (2.0 would be perfect on two cores); the
 cores say whether a second core was there to be had: on a machine the other
 sessions keep busy, local[2] gets no more CPU than local[1].
+
+The machine's own reference, read by the same children in the same turns: Spark's
+``text`` source over the same bytes (the journals' content as plain files, a file
+per fragment), batch and availableNow stream (``text_*`` metrics). Its local[2] ÷
+local[1] says what two cores give Spark itself here, so whether Herald's goal
+(≥ 1.5×) is reachable at all on this machine.
+
+``python -m bench.spark_parallel [--quick]`` runs this case alone (a broker of its
+own) and prints the samples and the pair ratios.
 """
 
 from __future__ import annotations
@@ -45,17 +54,19 @@ ANSWER = "bench.spark_parallel: "
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def fill(url: str, rows: int, scratch: Path) -> str:
+def fill(url: str, rows: int, scratch: Path) -> tuple[str, str]:
     """``rows`` messages over `JOURNALS` journals (as the read cases' journal);
-    returns their selector."""
+    returns their selector and a glob of the same bytes as plain files (Spark's
+    ``text`` reads it)."""
     from bench.spark import fill_journal
 
     for i in range(JOURNALS):
-        fill_journal(url, f"{PREFIX}{i}", rows // JOURNALS, scratch / f"parallel-{i}", text=False)
-    return f"prefix={PREFIX}"
+        fill_journal(url, f"{PREFIX}{i}", rows // JOURNALS, scratch / f"parallel-{i}")
+    return f"prefix={PREFIX}", str(scratch / "parallel-*" / "text" / "*.json")
 
 
-def measure_masters(url: str, selector: str, rows: int, runs: int) -> dict[str, dict[str, list[float]]]:
+def measure_masters(url: str, selector: str, rows: int, runs: int,
+                    text_glob: str = "") -> dict[str, dict[str, list[float]]]:
     """Samples per master: one process per master, both alive, taking turns read by
     read (the order swapped every run), so each pair of samples is seconds apart
     and a change in the machine's other load hits both alike."""
@@ -64,7 +75,8 @@ def measure_masters(url: str, selector: str, rows: int, runs: int) -> dict[str, 
     out: dict[str, dict[str, list[float]]] = {master: {} for master in MASTERS}
     with contextlib.ExitStack() as stack:
         logs = {master: stack.enter_context(tempfile.TemporaryFile("w+")) for master in MASTERS}
-        procs = {master: stack.enter_context(_child(master, [url, selector, str(rows)], env, logs[master]))
+        procs = {master: stack.enter_context(_child(master, [url, selector, str(rows), text_glob], env,
+                                                     logs[master]))
                  for master in MASTERS}
         for master in MASTERS:
             _ask(procs[master], logs[master], "warm")  # workers and their imports, outside the timed reads
@@ -113,10 +125,12 @@ def _ask(proc: subprocess.Popen, log: Any, command: str) -> dict[str, float]:
 
 
 class _Reads:
-    """The reads one child times: a batch job and an availableNow stream into ``noop``."""
+    """The reads one child times: a batch job and an availableNow stream into
+    ``noop``, Herald's and (given ``text_glob``) Spark's ``text`` over the same bytes."""
 
-    def __init__(self, spark: Any, url: str, selector: str, rows: int) -> None:
+    def __init__(self, spark: Any, url: str, selector: str, rows: int, text_glob: str = "") -> None:
         self.spark, self.url, self.selector, self.rows = spark, url, selector, rows
+        self.text_glob = text_glob
         self.scratch = Path(tempfile.mkdtemp(prefix="herald-bench-parallel-"))
         self.n = 0
 
@@ -142,12 +156,35 @@ class _Reads:
               .option("stateLocation", str(state)).load())
         return stream_figures(self.rows, df, state)
 
+    def text_batch(self) -> float:
+        df = self.spark.read.text(self.text_glob)
+        start = time.perf_counter()
+        df.write.format("noop").mode("overwrite").save()
+        return self.rows / (time.perf_counter() - start)
+
+    def text_stream(self) -> dict[str, float]:
+        from bench.spark import stream_figures
+
+        self.n += 1
+        return stream_figures(self.rows, self.spark.readStream.schema("value string").text(self.text_glob),
+                              self.scratch / f"t{self.n}")
+
     def read(self) -> dict[str, float]:
         figures, stream_cores = self.cores(self.stream)
         batch, batch_cores = self.cores(self.batch)
-        return {"batch_rows_per_s": batch, "stream_rows_per_s": figures["rows_per_s"],
-                "stream_batch_rows_per_s": figures["batch_rows_per_s"], "batch_cores": batch_cores,
-                "stream_cores": stream_cores}
+        out = {"batch_rows_per_s": batch, "stream_rows_per_s": figures["rows_per_s"],
+               "stream_batch_rows_per_s": figures["batch_rows_per_s"], "batch_cores": batch_cores,
+               "stream_cores": stream_cores}
+        if self.text_glob:
+            text, text_stream_cores = self.cores(self.text_stream)
+            out.update(text_batch_rows_per_s=self.text_batch(), text_stream_rows_per_s=text["rows_per_s"],
+                       text_stream_batch_rows_per_s=text["batch_rows_per_s"], text_stream_cores=text_stream_cores)
+        return out
+
+    def warm(self) -> None:
+        self.batch(), self.stream()
+        if self.text_glob:
+            self.text_batch(), self.text_stream()
 
 
 def _tree_cpu_s() -> float:
@@ -175,17 +212,17 @@ def _tree_cpu_s() -> float:
 
 
 def main(argv: list[str]) -> None:
-    """A child: ``MASTER URL SELECTOR ROWS``; reads commands (``warm``, ``read``) from
-    stdin, answers each with one JSON line; stops at end of input."""
-    master, url, selector, rows = argv
+    """A child: ``MASTER URL SELECTOR ROWS [TEXT_GLOB]``; reads commands (``warm``,
+    ``read``) from stdin, answers each with one JSON line; stops at end of input."""
+    master, url, selector, rows, *text = argv
     from bench.spark import spark_session
 
     spark = spark_session(master)
-    reads = _Reads(spark, url, selector, int(rows))
+    reads = _Reads(spark, url, selector, int(rows), *text)
     try:
         for command in sys.stdin:
             if command.strip() == "warm":
-                reads.batch(), reads.stream()
+                reads.warm()
                 print(ANSWER + json.dumps({}), flush=True)
             elif command.strip() == "read":
                 print(ANSWER + json.dumps(reads.read()), flush=True)
@@ -194,5 +231,33 @@ def main(argv: list[str]) -> None:
         shutil.rmtree(reads.scratch, ignore_errors=True)
 
 
+def alone(argv: list[str]) -> None:
+    """``python -m bench.spark_parallel [--quick]``: this case alone, on a broker of
+    its own (the spark benchmark's sizes), printing every sample and the pair ratios."""
+    from bench.runner import Config, remove_tree
+    from bench.servers import herald_broker
+
+    config = Config(quick="--quick" in argv)
+    rows, runs = config.scale(800_000, 300_000), config.scale(5, 3)
+    scratch = config.scratch("spark-parallel")
+    try:
+        with herald_broker(scratch) as broker:
+            selector, text_glob = fill(broker.url, rows, scratch)
+            measured = measure_masters(broker.url, selector, rows, runs, text_glob)
+    finally:
+        remove_tree(scratch)
+    for master, samples in measured.items():
+        for metric, values in samples.items():
+            print(f"{master:9s} {metric:30s} " + " ".join(f"{v:12,.2f}" for v in values))
+    for metric in measured[MASTERS[0]]:
+        if not metric.endswith("_cores"):
+            ratios = sorted(pair_ratios(measured, metric))
+            print(f"local[2] / local[1] {metric:30s} median {ratios[len(ratios) // 2]:.2f} "
+                  f"range {ratios[0]:.2f}-{ratios[-1]:.2f}")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:2] and not sys.argv[1].startswith("--"):
+        main(sys.argv[1:])
+    else:
+        alone(sys.argv[1:])

@@ -143,6 +143,31 @@ def test_a_replicas_group_is_never_held_for_a_journals_writers(tmp_path):
     assert (rounds.rounds, replica_spool.end) == (5, 8)
 
 
+def test_a_round_of_replica_groups_alone_asks_for_no_timed_wake_up(tmp_path):
+    """After a round of replicas' groups alone the next one opens at once (nobody to
+    wait for), so the round thread is not asked to wake the loop later for writers
+    who are late: on a peer that was one wake-up of its loop per replicated group,
+    for nothing. A round that answers a journal's writers still asks for it."""
+    pool = DescriptorPool(budget_fds=16)
+    journal_spool, replica_spool = _spool(tmp_path / "a", pool), _spool(tmp_path / "b", pool)
+
+    async def main() -> list[bool]:
+        rounds = SyncRounds(asyncio.get_running_loop())
+        timed, run = [], rounds._thread.run
+
+        def recording(writes, loop, done, gather=None) -> None:  # the real thread runs each round
+            timed.append(gather is not None)
+            run(writes, loop, done, gather)
+
+        rounds._thread.run = recording  # type: ignore[method-assign]
+        await asyncio.wait_for(rounds.commit(GroupWrite(replica_spool, [b"r\n"], LabelSet(), 1.0),
+                                             gathered=False), 30)
+        await asyncio.wait_for(rounds.commit(GroupWrite(journal_spool, _bodies(2), LabelSet(), 1.0)), 30)
+        return timed
+
+    assert asyncio.run(main()) == [False, True]
+
+
 async def _idle(rounds: SyncRounds) -> None:
     while rounds.gate() is not None:
         await asyncio.sleep(0)  # wait-ok: loop turns until the gathering ends; bounded by wait_for

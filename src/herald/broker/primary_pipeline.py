@@ -105,6 +105,26 @@ PIPELINE_DEPTH = 1
 #: the commit log (one fdatasync, data inline), peers or the primary syncing data
 #: then line in one thread (no hand-off, two syncs in a row), no timed wake-up
 #: after a replica's round.
+#:
+#: Where replication 3's tail (p99) comes from, traced per group and per append
+#: (a /tmp tracer, never in the code; 1 KiB x 32, load 6-10). Medians: the gather
+#: waits 0.2-0.3 ms; our sync is done 0.9-1.2 ms after the frames go out (its
+#: thread starts 0.4 ms after them, behind the write on the loop), the slower
+#: peer's answer is here at 1.0-1.4 ms (its apply, sync round and hand-offs
+#: included, 0.5-0.9 ms; its answer back 0.1 ms): the syncs overlap, the peers'
+#: round trip is the critical path. The p99 appends sit in groups whose flight
+#: stalled, 16-50 ms against 1.0-2.2 ms typically: a helper thread or a loop of
+#: any of the three brokers not scheduled, or a slow fdatasync (a peer's answer
+#: back alone is 6-11 ms at p99). 3-10 % of appends missed a group after a gather
+#: ran out (a load generator thread late), 10-40 % of the tail. The broker's own
+#: part (queued to acknowledged) is under half of wrk's latency: 0.4-0.7 ms of
+#: 1.1-2.2 ms at the median at replication 1, 1.7-2.5 of 3.4-4.7 at replication 3.
+#: With 32 writers in a closed loop, mean latency is 32 / appends/s (Little's
+#: law): at 0.60-0.66x the appends/s the mean is already 1.5-1.67x, so a p99
+#: ratio under 1.5 needs a tighter tail than replication 1's, not only a shorter
+#: gather. Tried, same minutes: a 1 ms cap (groups and p99 within noise), no
+#: gather (groups of 20 against 29-30, 10-25 % more CPU per append), our data and
+#: line synced in a row on one thread (our part 3.2-3.5 ms against 1.9-2.1).
 GATHER_SHARE = 1.0
 GATHER_MAX_S = 0.002
 #: A group this small is written to the page cache (no sync) on the event loop when

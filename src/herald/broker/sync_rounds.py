@@ -219,7 +219,11 @@ class SyncRounds:
         METRICS.sync_rounds.inc()
         writes = [write for write, _, _ in batch]
         started = time.perf_counter()
-        gather = (self.gather_share, self.gather_max_s, functools.partial(self._gather_timed_out, self.rounds))
+        # Only a round that answers writers waits for them: after replicas' groups alone
+        # (`commit(gathered=False)`) the next round opens at once (`_end_round`), and
+        # a timed wake-up of the loop would find nothing to do, once per group on a peer.
+        gather = ((self.gather_share, self.gather_max_s, functools.partial(self._gather_timed_out, self.rounds))
+                  if any(gathered for _, _, gathered in batch) else None)
         self._thread.run(writes, self.loop, functools.partial(self._end_round, batch, started), gather)
 
     def _end_round(self, batch: list[Waiter], started: float, result: Outcomes | BaseException) -> None:
