@@ -116,17 +116,24 @@ class AppendTask:
         """A group `_take_for_round` gave ended its round: answer it, as `_commit_group`."""
         try:
             if isinstance(outcome, BaseException):
-                spool = self._spool
-                assert spool is not None
-                spool.rollback(mark)
-                log.error("journal=%s append failed, group rolled back: %s", self.spec.name, outcome)
-                err = outcome if isinstance(outcome, (OSError, HeraldError)) else HeraldError(
-                    Status.INTERNAL, f"internal error (logged by the broker): {outcome!r}")
-                fail_group([pending for pending, _ in accepted], as_herald_error(err))
+                self._group_failed(accepted, mark, outcome)
             else:
                 self._published(accepted, contents, outcome, begin)
         finally:
             self._round_done(taken)
+
+    def _group_failed(self, accepted: list[tuple[Pending, LabelSet]], mark: object, err: BaseException) -> None:
+        """A group's write or sync failed: roll the spool back to ``mark`` (taken before
+        the group was written), log it, and fail every append of the group with the
+        error a client can act on [I-APPEND-2]; an error other than a disk's or
+        Herald's (a bug) answers as an internal error."""
+        spool = self._spool
+        assert spool is not None
+        spool.rollback(mark)
+        log.error("journal=%s append failed, group rolled back: %s", self.spec.name, err)
+        if not isinstance(err, (OSError, HeraldError)):
+            err = HeraldError(Status.INTERNAL, f"internal error (logged by the broker): {err!r}")
+        fail_group([pending for pending, _ in accepted], as_herald_error(err))
 
     def _round_done(self, taken: int) -> None:
         """Give the spool back; appends left queued past `MAX_GROUP_BYTES` (or
@@ -233,9 +240,7 @@ class AppendTask:
         try:
             sums = await self._write_durably(spool, contents, registers)
         except (OSError, HeraldError) as err:
-            spool.rollback(mark)
-            log.error("journal=%s append failed, group rolled back: %s", self.spec.name, err)
-            fail_group([pending for pending, _ in accepted], as_herald_error(err))
+            self._group_failed(accepted, mark, err)
             return
         self._published(accepted, contents, sums, begin)
 
