@@ -9,7 +9,8 @@ executor hop and two syncs in a row per journal. The syncs run concurrently on a
 small pool: on ext4, concurrent fdatasyncs share the journal commit and the device
 flush they each need. In a broker, a round of several groups instead writes one
 record per group to the broker-wide commit log and fdatasyncs only that
-(`herald.fragment.commit_log`).
+(`herald.fragment.commit_log`); the records carry small groups' bytes, so their
+spools' copies are written while that sync runs (`_write_then_log`).
 
     outcomes = write_round([GroupWrite(spool, bodies, registers, time.time()), ...])
 
@@ -207,7 +208,9 @@ class GroupWrite:
        failure it erases the line and raises (the caller rolls the spool back).
 
     Data and record sync concurrently: a line that reaches the disk without its data
-    fails its SHA1 at recovery and is ignored (`herald.fragment.commits`).
+    fails its SHA1 at recovery and is ignored (`herald.fragment.commits`). In a
+    logged round (`write_logged`) the commit log's record replaces both syncs, and a
+    small group's data may be written after its record (`place_data`, `write_placed`).
     """
 
     BODY_SUMS = True  # each body's SHA1 for its answer; a replica's write needs none
