@@ -34,7 +34,7 @@ BODY = b"x" * 1023 + b"\n"
 WARM_ROUNDS = 20
 
 
-async def _measure(data: Path, journals: int, each: int, rounds: int) -> tuple[float, float]:
+async def _measure(data: Path, journals: int, each: int, rounds: int) -> tuple[float, float, float]:
     log = CommitLog.open(data)
     opened = [await Journal.open(JournalSpec.from_dict(journal_spec(f"cpu/j{i:02d}", stores=[])), data, [],
                                  commit_log=log) for i in range(journals)]
@@ -61,18 +61,19 @@ async def _measure(data: Path, journals: int, each: int, rounds: int) -> tuple[f
     try:
         for _ in range(WARM_ROUNDS):
             await one_round()
-        cpu, wall = time.thread_time(), time.perf_counter()
+        cpu, process, wall = time.thread_time(), time.process_time(), time.perf_counter()
         for _ in range(rounds):
             await one_round()
-        return ((time.thread_time() - cpu) / (rounds * journals * each) * 1e6,
-                (time.perf_counter() - wall) / rounds * 1e6)
+        cpu, process = time.thread_time() - cpu, time.process_time() - process
+        appends = rounds * journals * each
+        return cpu / appends * 1e6, (process - cpu) / appends * 1e6, (time.perf_counter() - wall) / rounds * 1e6
     finally:
         for journal in opened:
             await journal.close()
         log.close()
 
 
-def _run(journals: int, each: int, rounds: int) -> tuple[float, float]:
+def _run(journals: int, each: int, rounds: int) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory(prefix="herald-rounds-cpu-") as data:
         return uvloop.run(_measure(Path(data), journals, each, rounds))
 
@@ -80,9 +81,10 @@ def _run(journals: int, each: int, rounds: int) -> tuple[float, float]:
 def main() -> None:
     journals, each, rounds = (int(a) for a in sys.argv[1:4]) if len(sys.argv) >= 4 else (16, 2, 200)
     runs = [_run(journals, each, rounds) for _ in range(3)]
-    cpu, wall = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+    cpu, others, wall = (statistics.median(r[i] for r in runs) for i in range(3))
     print(f"{journals} journals x {each} appends: loop {cpu:.2f} us CPU per 1 KiB append "
-          f"(runs {', '.join(f'{r[0]:.2f}' for r in runs)}), {wall:.0f} us per round")
+          f"(runs {', '.join(f'{r[0]:.2f}' for r in runs)}), other threads {others:.2f} us "
+          f"(runs {', '.join(f'{r[1]:.2f}' for r in runs)}), {wall:.0f} us per round")
 
 
 if __name__ == "__main__":

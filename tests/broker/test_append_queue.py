@@ -23,8 +23,11 @@ def test_groups_come_in_order_bounded_in_bytes_with_their_pokes():
         for item in (None, a, b, None, c):
             queue.put(item)
         await asyncio.wait_for(waiting, 30)
+        assert queue.has_append()
         assert queue.take(8) == ([a, b], 3)  # the poke first, then up to 8 bytes
+        assert queue.has_append()  # a poke, then c
         assert queue.take(8) == ([c], 2)
+        assert not queue.has_append()
 
         joined = asyncio.ensure_future(queue.join())
         queue.task_done(3)
@@ -33,7 +36,10 @@ def test_groups_come_in_order_bounded_in_bytes_with_their_pokes():
         queue.task_done(2)
         await asyncio.wait_for(joined, 30)
         queue.put(None)
+        assert not queue.has_append()  # pokes only
         assert queue.take(8) == ([], 1)  # a poke alone: an empty group
+        queue.put(_append(b"d"))
+        assert queue.has_append()
 
     asyncio.run(main())
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from herald.broker.sync_rounds import SyncRounds
+from herald.fragment.commit_log import CommitLog
 from herald.fragment.fdpool import DescriptorPool
-from herald.fragment.rounds import GroupWrite, uses_syncfs, write_round
+from herald.fragment.rounds import GroupWrite, logged_to, uses_syncfs, write_round
 from herald.fragment.spool import DATA_PAD_BYTES, Spool
 from herald.fragment.spool_recovery import recover_spools
 from herald.fragment.syncfs import syncs_whole_file_system
@@ -120,3 +123,61 @@ def test_small_groups_pad_the_spool_with_zeros_that_recovery_and_close_cut(tmp_p
     write_round([GroupWrite(spool, [b"three\n"], LabelSet(), 1.0)])
     spool.close()
     assert spool.path.read_bytes() == b"three\n"
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 4 MiB tmpfs (unmounted at the end), and a function that takes all of its
+    free space in one preallocated file and returns it; skipped where mounting is
+    refused."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs (needs root): {mounted.stderr.strip()}")
+
+    def fill() -> Path:
+        ballast, free = mount / "ballast", os.statvfs(mount)
+        with open(ballast, "wb") as f:
+            os.posix_fallocate(f.fileno(), 0, free.f_bavail * free.f_frsize)
+        return ballast
+
+    yield mount, fill
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_a_logged_round_whose_spool_write_fails_fails_whole_and_the_next_takes_its_place(full_disk):
+    """A logged round of small groups writes their spools during the log's fdatasync
+    (their records carry the bytes). A spool that cannot take its group then (no
+    space left) fails the whole round, as a failed log write does: none of it
+    commits [I-APPEND-2], the next round lands where it would have, and after the
+    log's replay at a restart the spools hold exactly what was acknowledged."""
+    mount, fill = full_disk
+    log = CommitLog.open(mount / "data")
+    pool = DescriptorPool(budget_fds=16)
+    spools = [Spool(log.data_dir / f"j{i}", f"j{i}", 0, CompressionCodec.NONE, LabelSet(), pool=pool,
+                    commit_log=log) for i in range(2)]
+    assert write_round([GroupWrite(s, [b"one\n"], LabelSet(), 1.0) for s in spools]) == [
+        [hashlib.sha1(b"one\n").hexdigest()]] * 2
+    marks = [s.mark() for s in spools]
+    ballast = fill()
+    big = b"big " * (16 << 10)  # 64 KiB, past the spool's zero padding: pages the disk no longer has
+    writes = [GroupWrite(spools[0], [b"lost\n"], LabelSet(), 1.0), GroupWrite(spools[1], [big], LabelSet(), 1.0)]
+    assert logged_to(writes) is log
+    assert all(isinstance(outcome, OSError) for outcome in write_round(writes))
+    assert [s.end for s in spools] == [4, 4]
+    for spool, mark in zip(spools, marks):
+        spool.rollback(mark)  # as the append task does
+    ballast.unlink()
+    assert write_round([GroupWrite(s, [b"two\n"], LabelSet(), 1.0) for s in spools]) == [
+        [hashlib.sha1(b"two\n").hexdigest()]] * 2
+    for spool in spools:
+        spool.close()
+    log.close()
+    reopened = CommitLog.open(log.data_dir)  # replays what the log still holds over the spools
+    reopened.close()
+    for spool in spools:
+        (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+        assert found.path.read_bytes()[:found.fragment.end] == b"one\ntwo\n"
+        assert found.fragment.end == len(b"one\ntwo\n")

@@ -116,17 +116,24 @@ class AppendTask:
         """A group `_take_for_round` gave ended its round: answer it, as `_commit_group`."""
         try:
             if isinstance(outcome, BaseException):
-                spool = self._spool
-                assert spool is not None
-                spool.rollback(mark)
-                log.error("journal=%s append failed, group rolled back: %s", self.spec.name, outcome)
-                err = outcome if isinstance(outcome, (OSError, HeraldError)) else HeraldError(
-                    Status.INTERNAL, f"internal error (logged by the broker): {outcome!r}")
-                fail_group([pending for pending, _ in accepted], as_herald_error(err))
+                self._group_failed(accepted, mark, outcome)
             else:
                 self._published(accepted, contents, outcome, begin)
         finally:
             self._round_done(taken)
+
+    def _group_failed(self, accepted: list[tuple[Pending, LabelSet]], mark: object, err: BaseException) -> None:
+        """A group's write or sync failed: roll the spool back to ``mark`` (taken before
+        the group was written), log it, and fail every append of the group with the
+        error a client can act on [I-APPEND-2]; an error other than a disk's or
+        Herald's (a bug) answers as an internal error."""
+        spool = self._spool
+        assert spool is not None
+        spool.rollback(mark)
+        log.error("journal=%s append failed, group rolled back: %s", self.spec.name, err)
+        if not isinstance(err, (OSError, HeraldError)):
+            err = HeraldError(Status.INTERNAL, f"internal error (logged by the broker): {err!r}")
+        fail_group([pending for pending, _ in accepted], as_herald_error(err))
 
     def _round_done(self, taken: int) -> None:
         """Give the spool back; appends left queued past `MAX_GROUP_BYTES` (or
@@ -233,9 +240,7 @@ class AppendTask:
         try:
             sums = await self._write_durably(spool, contents, registers)
         except (OSError, HeraldError) as err:
-            spool.rollback(mark)
-            log.error("journal=%s append failed, group rolled back: %s", self.spec.name, err)
-            fail_group([pending for pending, _ in accepted], as_herald_error(err))
+            self._group_failed(accepted, mark, err)
             return
         self._published(accepted, contents, sums, begin)
 
@@ -293,11 +298,12 @@ class AppendQueue:
     `asyncio.Queue` the task uses, for a fifth of the CPU (put, get and task_done
     cost 1.8 us per append there, in Python, on the loop). Loop only."""
 
-    __slots__ = ("_items", "_joined", "_loop", "_unfinished", "_waiter", "_want")
+    __slots__ = ("_items", "_joined", "_loop", "_pokes", "_unfinished", "_waiter", "_want")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._items: deque[Pending | None] = deque()
+        self._pokes = 0  # the Nones among _items: `has_append` is asked twice per group
         self._unfinished = 0
         self._waiter: asyncio.Future[None] | None = None  # the task, waiting for an item
         self._joined: asyncio.Future[None] | None = None  # `join`, waiting for the last task_done
@@ -311,6 +317,7 @@ class AppendQueue:
     def put(self, item: Pending | None, wake: bool = True) -> None:
         """Queue ``item``; ``wake=False``: a sync round takes it, not the task."""
         self._items.append(item)
+        self._pokes += item is None
         self._unfinished += 1
         if wake and len(self._items) >= self._want:
             self.wake()
@@ -348,7 +355,7 @@ class AppendQueue:
 
     def has_append(self) -> bool:
         """Whether an append (not only pokes) is queued."""
-        return any(item is not None for item in self._items)
+        return len(self._items) > self._pokes
 
     def take(self, max_bytes: int) -> tuple[list[Pending], int]:
         """The next group: queued appends, in order, until ``max_bytes`` is reached
@@ -360,6 +367,7 @@ class AppendQueue:
             if item is not None:
                 group.append(item)
                 size += len(item.content)
+        self._pokes -= taken - len(group)
         return group, taken
 
     def task_done(self, count: int) -> None:

@@ -60,6 +60,7 @@ from pathlib import Path
 
 from herald.durable import fsync_directory, make_durable_dirs
 from herald.fragment.commit_log_worker import LogWorker, checkpoint, write_back_file, write_lines
+from herald.fragment.fdatasyncs import SYNCS
 from herald.fragment.writeback import WRITEBACK_BYTES, chunks_completed
 
 __all__ = ["CommitLog"]
@@ -147,7 +148,8 @@ class CommitLog:
         return name
 
     def append(self, frames: Sequence[list[bytes]], directories: Sequence[Path],
-               lines: Sequence[tuple[Path, int, bytes]] = ()) -> tuple[int, int]:
+               lines: Sequence[tuple[Path, int, bytes]] = (),
+               meanwhile: Callable[[], object] | None = None) -> tuple[int, int]:
         """Write a round's records and fdatasync the segment: once this returns, every
         group in ``frames`` is durable [I-APPEND-3]. ``directories``: the spool
         directories they write, synced by the next checkpoint. ``lines``: commit lines
@@ -156,7 +158,10 @@ class CommitLog:
         returns (no in-place sync of its own) may pass them. On OSError nothing of
         the round counts: its records are zeroed (best effort) and later rounds go to
         a new segment, so replay never reads past them into a later round's records.
-        Returns the records' place (offset, size) for `forget`."""
+        Returns the records' place (offset, size) for `forget`. ``meanwhile``: run on
+        this thread while the fdatasync runs on a helper (`herald.fragment.rounds`
+        writes the spools' copies of the records' bytes then); an OSError it raises
+        fails the round as a failed sync does."""
         if self._broken is not None:
             raise self._broken
         if self._fd < 0:  # closed (the broker is stopping) while the round was on its way
@@ -170,7 +175,10 @@ class CommitLog:
                     if at + size > self._allocated:
                         self._grow(at + size)
             _pwrite_all(self._fd, buffers, at)
-            os.fdatasync(self._fd)
+            if meanwhile is None:
+                os.fdatasync(self._fd)
+            else:
+                _sync_beside(self._fd, meanwhile)
         except OSError:
             self._forget(at, size)
             raise
@@ -350,3 +358,15 @@ def _grow_step(allocated: int) -> int:
 def _pwrite_all(fd: int, buffers: Sequence[bytes], offset: int) -> None:
     from herald.fragment.rounds import pwrite_all
     pwrite_all(fd, buffers, offset)
+
+
+def _sync_beside(fd: int, meanwhile: Callable[[], object]) -> None:
+    """fdatasync ``fd`` on a helper thread while ``meanwhile()`` runs here; raises
+    what either raised, once the sync is done (the records may be zeroed then)."""
+    sync = SYNCS.fdatasync(fd)
+    try:
+        meanwhile()
+    finally:
+        failed = sync.exception()
+    if failed is not None:
+        raise failed
