@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
+import threading
 
 import pyarrow as pa
 import pytest
@@ -12,7 +14,7 @@ from herald.message import modulo_mapping
 from herald.protocol.errors import HeraldError
 from herald.spark.datasource import HeraldDataSource
 from herald.spark.options import HeraldOptions
-from herald.spark.sink import FencedError, SinkCommit, SinkLog, commit_batch
+from herald.spark.sink import FencedError, SinkCommit, SinkLog, commit_batch, plan_journals
 from herald.spark.sink_tasks import publish_rows
 from herald.testing import Producer, make_journals
 from tests.spark.spark_helpers import broker_bytes, herald_read, reference_committed
@@ -207,3 +209,36 @@ def test_a_stream_writer_is_built_with_its_journals_and_pickles_without_io(broke
     broker.kill()  # from here on any broker call would fail
     shipped = pickle.loads(pickle.dumps(writer))
     assert shipped.journals == writer.journals and shipped.opts == writer.opts
+
+
+def test_a_worker_keeps_its_append_service_from_task_to_task(broker, client, tmp_path):
+    """PySpark reuses a Python worker for the next task: the next task publishes
+    through the same sender threads (not one thread and connection per journal
+    again); other journals replace them; a failed task leaves none behind."""
+    outs = make_journals(broker, "sink8/out-0", "sink8/out-1", labels={"app": "sink8"})
+    opts = HeraldOptions.parse({"broker": broker.url, "selector": "app=sink8",
+                                "checkpointLocation": str(tmp_path)}, streaming=True)
+    journals = plan_journals(opts)
+
+    def batch(ns, seed, to=journals):
+        rows = pa.RecordBatch.from_pydict({"value": [json.dumps({"n": n}) for n in ns]})
+        return publish_rows(opts, [rows], seed=seed, journals=to)
+
+    def senders() -> set[int | None]:
+        return {t.ident for t in threading.enumerate() if t.name.startswith("herald-append:sink8/")}
+
+    first = batch(range(20), 1)
+    kept = senders()
+    assert len(kept) == 2
+    second = batch(range(20, 40), 2)
+    assert senders() == kept
+    commit_batch(opts, "0123456789abcdef", [first, second], 0)
+    assert _bodies(_committed_outputs(client, outs)) == list(range(40))
+
+    gone = dataclasses.replace(journals[0], spec=dataclasses.replace(journals[0].spec, name="sink8/missing"))
+    with pytest.raises(HeraldError) as err:  # Its planner listed a journal deleted since.
+        batch(range(40, 60), 3, (gone,))
+    assert err.value.status.name == "JOURNAL_NOT_FOUND"
+    for thread in [t for t in threading.enumerate() if t.ident in kept]:
+        thread.join(5)  # Replaced by the failed task's service, which stopped too.
+    assert not senders()

@@ -24,6 +24,7 @@ re-appended, which readers that saw them already treat as a no-op rollback.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import logging
@@ -32,7 +33,7 @@ import socket
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,6 +62,13 @@ log = logging.getLogger(__name__)
 #: fail-over's leases and re-assignment are seconds) before the batch fails.
 COMMIT_DEADLINE_S = 60.0
 MAX_PARALLEL_ACKS = 16  # output journals whose ACKs are appended at once
+#: This process's pool for appends to every journal at once (`_on_every_journal`)
+#: and clients by broker settings (`worker_client`), with the pid that built them:
+#: PySpark reuses a worker — the commit runner, a write task's — for the next
+#: micro-batch, which then neither starts a thread nor opens a connection per
+#: output journal again (16 of each per commit with 16 journals).
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_clients: dict[tuple[object, ...], tuple[int, BrokerClient]] = {}
 
 
 @dataclass
@@ -200,11 +208,31 @@ class FencedError(HeraldError):
         super().__init__(Status.REGISTER_MISMATCH, message, "fenceRegister")
 
 
-def commit_batch(opts: HeraldOptions, token: str, messages: Iterable[SinkCommit | None], batch_id: int) -> Record:
+def worker_client(opts: HeraldOptions) -> BrokerClient:
+    """A client for ``opts``' brokers kept for this process's life (Spark's reused
+    workers: see `_clients`); `drop_worker_client` forgets it after a failure."""
+    key = (opts.brokers, opts.security)
+    held = _clients.get(key)
+    if held is None or held[0] != os.getpid():
+        held = _clients[key] = (os.getpid(), opts.client())
+    return held[1]
+
+
+def drop_worker_client(opts: HeraldOptions) -> None:
+    """Close and forget the kept client: whatever failed a call (a broker gone,
+    say), the next one starts with a fresh choice of broker and connections."""
+    held = _clients.pop((opts.brokers, opts.security), None)
+    if held is not None and held[0] == os.getpid():
+        held[1].close()
+
+
+def commit_batch(opts: HeraldOptions, token: str, messages: Iterable[SinkCommit | None], batch_id: int,
+                 client: BrokerClient | None = None) -> Record:
     """Driver: the sink's commit protocol (module docstring), for one batch.
-    Raises FencedError (writing nothing) if a newer driver has taken over."""
+    Raises FencedError (writing nothing) if a newer driver has taken over.
+    ``client``: the caller's (kept open); None: one of its own, closed after."""
     sink_log = SinkLog(opts.state_location)
-    with opts.client() as client:
+    with opts.client() if client is None else contextlib.nullcontext(client) as client:
         last = sink_log.last()
         fence_token, fenced = sink_log.fence()
         if fence_token != token:
@@ -252,15 +280,20 @@ def _append_acks(client: BrokerClient, grouped: dict[str, bytes], fence: str | N
 
 def _on_every_journal(work: Callable[[str], None], journals: list[str]) -> None:
     """``work(journal)`` for every journal at once (a thread each, up to
-    MAX_PARALLEL_ACKS): independent broker round trips, so a commit or a recovery
-    costs one, not one per journal. Returns when all succeeded; raises the first failure."""
+    MAX_PARALLEL_ACKS, from this process's pool): independent broker round trips,
+    so a commit or a recovery costs one, not one per journal. Returns when all
+    succeeded; raises the first failure once every call has ended."""
+    global _pool
     if len(journals) <= 1:
         for journal in journals:
             work(journal)
         return
-    with ThreadPoolExecutor(min(len(journals), MAX_PARALLEL_ACKS), "herald-sink-ack") as pool:
-        for done in [pool.submit(work, journal) for journal in journals]:
-            done.result()
+    if _pool is None or _pool[0] != os.getpid():
+        _pool = (os.getpid(), ThreadPoolExecutor(MAX_PARALLEL_ACKS, "herald-sink-ack"))
+    futures = [_pool[1].submit(work, journal) for journal in journals]
+    wait(futures)  # all of them, even after a failure: none still appending once this returns
+    for done in futures:
+        done.result()
 
 
 def plan_journals(opts: HeraldOptions) -> tuple[JournalInfo, ...]:
@@ -271,9 +304,13 @@ def plan_journals(opts: HeraldOptions) -> tuple[JournalInfo, ...]:
     own (it acknowledges, and fences, the journals the tasks' intents name).
     Retried through transient broker errors: Spark retries a failed task, but a
     failed planner fails the whole batch."""
-    with opts.client() as client:
+    client = worker_client(opts)
+    try:
         return retry_transient(lambda: tuple(client.list(opts.selector)), COMMIT_DEADLINE_S,
                                "list the output journals")
+    except BaseException:
+        drop_worker_client(opts)
+        raise
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
@@ -301,7 +338,11 @@ class StreamWriter(DataSourceStreamArrowWriter):
     def commit(self, messages: list[SinkCommit | None], batchId: int) -> None:
         """Driver, once per batch (again for a replayed batch): see module doc."""
         freeze_imports()  # the commit runner is a reused worker, collected after each commit (worker_gc)
-        commit_batch(self.opts, driver_token(), messages, batchId)
+        try:
+            commit_batch(self.opts, driver_token(), messages, batchId, worker_client(self.opts))
+        except BaseException:
+            drop_worker_client(self.opts)
+            raise
 
     def abort(self, messages: list[SinkCommit | None], batchId: int) -> None:
         """Driver: nothing to undo — unacknowledged messages never commit."""
