@@ -149,7 +149,9 @@ def test_a_full_segment_is_checkpointed_and_replaced(data_dir):
     log.drain()
     assert log._idle.is_set()
     segments = list((root / LOG_DIR).iterdir())
-    assert len(segments) == 1  # the sealed ones were synced into their spools, then deleted
+    # The sealed ones were synced into their spools, then deleted; the next one may be made ahead.
+    assert log.segment in segments and len(segments) <= 2
+    assert all(not p.read_bytes().strip(b"\0") for p in segments if p != log.segment)
     assert ("fdatasync", 1) in syncs and len(syncs) > 40  # a sync per round, plus checkpoints
     assert [s.content_length for s in spools] == [40 * 204] * 2
 
@@ -198,6 +200,35 @@ def test_segments_grow_ahead_of_the_rounds(data_dir):
         log.drain()
         assert log._pos < log._allocated == os.fstat(log._fd).st_size
     assert log._allocated - log._pos >= commit_log_module.FIRST_GROW_BYTES // 2
+
+
+def test_the_next_segment_is_made_whole_ahead_of_the_rounds(data_dir):
+    """Once a segment is half full, the helper thread makes the next one whole in a
+    file of its own (a round's fdatasync never carries its zeros); the rotation takes
+    it as it is, with no growth. A making cut short is removed at the next start, and
+    a made segment never used replays as nothing."""
+    root, opened = data_dir
+    (root / LOG_DIR).mkdir(parents=True)
+    (root / LOG_DIR / f"{7:016x}{commit_log_module.SPARE_SUFFIX}").write_bytes(b"cut short")
+    log = CommitLog.open(root, segment_bytes=64 << 10)
+    opened.append(log)
+    assert not list((root / LOG_DIR).glob(f"*{commit_log_module.SPARE_SUFFIX}"))
+    spools = _spools(log, 2)
+    first = log.segment
+    while log.segment == first:
+        write_round([GroupWrite(s, [b"r" * 8000 + b"\n"], LabelSet(), 1.0) for s in spools])
+        log.drain()
+    assert log._spare == int(log.segment.stem, 16)  # taken as made: whole, nothing grown
+    assert log._allocated == os.fstat(log._fd).st_size >= 64 << 10
+    while not (made := log.directory / f"{int(log.segment.stem, 16) + 1:016x}.log").exists():
+        write_round([GroupWrite(s, [b"s" * 8000 + b"\n"], LabelSet(), 1.0) for s in spools])
+        log.drain()
+    assert not made.read_bytes().strip(b"\0")
+    for spool in spools:
+        spool.close()
+    log.close()
+    log = _open(root, opened)  # replays the used segments and the made one (nothing), then deletes them
+    assert not made.exists() and [p.name for p in log.directory.iterdir()] == [log.segment.name]
 
 
 LAST_ROUNDS = 2  # only logged when the power goes (a few KiB: they cannot fill a segment)

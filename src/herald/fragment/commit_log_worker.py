@@ -11,7 +11,8 @@ ahead of time or after the fact runs here instead, one job at a time:
 - growing the current segment before the round thread reaches its end: zeros
   written and fsync'd on a round took 2-39 ms, measured under load.
 - deferred commit lines: a logged round's lines, written to their commits files
-  in batches (`write_lines`), always before the checkpoint that syncs them.
+  in batches (`write_lines`), always before the checkpoint that syncs them;
+- the next segment, made whole ahead of time in a file of its own (`zeroed_file`).
 
     worker = LogWorker()
     worker.submit(functools.partial(checkpoint, data_dir, segment, directories, count))
@@ -31,9 +32,9 @@ from pathlib import Path
 
 from herald.durable import fsync_directory
 from herald.fragment.syncfs import syncfs, syncs_whole_file_system
-from herald.fragment.writeback import WRITEBACK_BYTES, chunks_completed, write_back_range
+from herald.fragment.writeback import WRITEBACK_BYTES, chunks_completed, write_back_range, written_back
 
-__all__ = ["LogWorker", "checkpoint", "syncfs_of", "write_back_file", "write_lines"]
+__all__ = ["LogWorker", "checkpoint", "syncfs_of", "write_back_file", "write_lines", "write_zeros", "zeroed_file"]
 
 log = logging.getLogger(__name__)
 
@@ -183,3 +184,25 @@ def _fsync_files(directory: Path) -> int:
         synced += 1
     fsync_directory(directory)
     return synced + 1
+
+
+def zeroed_file(path: Path, size: int, piece: int) -> None:
+    """A new file of ``size`` zero bytes at ``path``, durable with its size
+    (`write_zeros`, then fsync). Raises OSError."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        write_zeros(fd, 0, size, piece)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_zeros(fd: int, lo: int, hi: int, piece: int) -> None:
+    """Zeros over ``[lo, hi)`` of ``fd``, in pieces of ``piece`` bytes, each waited
+    for (`written_back`): the disk never holds a long burst of them in front of
+    other files' fdatasyncs. Not durable (the caller syncs). Raises OSError."""
+    zeros = memoryview(bytes(min(piece, hi - lo)))
+    for at in range(lo, hi, piece):
+        n = min(piece, hi - at)
+        _pwritev_all(fd, [zeros[:n]], at)
+        written_back(fd, at, at + n)

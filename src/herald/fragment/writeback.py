@@ -24,12 +24,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 
-__all__ = ["WRITEBACK_BYTES", "chunks_completed", "write_back_range"]
+__all__ = ["WRITEBACK_BYTES", "chunks_completed", "write_back_range", "written_back"]
 
 #: Write-back starts once per this many bytes of a file: often enough that a
 #: checkpoint finds little dirty, rarely enough that the call costs nothing per round.
 WRITEBACK_BYTES = 1 << 20
 _SYNC_FILE_RANGE_WRITE = 2
+_SYNC_FILE_RANGE_WAIT_BEFORE, _SYNC_FILE_RANGE_WAIT_AFTER = 1, 4
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 _sync_file_range = getattr(_libc, "sync_file_range", None)
@@ -53,3 +54,13 @@ def write_back_range(fd: int, lo: int, hi: int) -> None:
     checkpoint makes later, as for any write-back."""
     if _sync_file_range is not None:
         _sync_file_range(fd, lo, hi - lo, _SYNC_FILE_RANGE_WRITE)
+
+
+def written_back(fd: int, lo: int, hi: int) -> None:
+    """Write ``[lo, hi)`` of ``fd`` back and wait until the device has it (not
+    durably: no cache flush, no metadata), so that a large write reaches the device
+    in pieces of the caller's size rather than as one burst that every fdatasync
+    issued meanwhile queues behind. Errors are ignored, as in `write_back_range`."""
+    if _sync_file_range is not None:
+        flags = _SYNC_FILE_RANGE_WAIT_BEFORE | _SYNC_FILE_RANGE_WRITE | _SYNC_FILE_RANGE_WAIT_AFTER
+        _sync_file_range(fd, lo, hi - lo, flags)
