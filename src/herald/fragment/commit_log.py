@@ -72,7 +72,8 @@ from herald.fragment.commit_log_worker import (
     write_zeros,
     zeroed_file,
 )
-from herald.fragment.fdatasyncs import SYNCS
+from herald.fragment.fdatasyncs import fdatasync_beside
+from herald.fragment.whole_writes import pwrite_all
 from herald.fragment.writeback import chunks_completed
 
 __all__ = ["CommitLog"]
@@ -193,11 +194,11 @@ class CommitLog:
                 with self._segment_lock:  # growth ahead may be under way: wait, look again
                     if at + size > self._allocated:
                         self._grow(at + size)
-            _pwrite_all(self._fd, buffers, at)
+            pwrite_all(self._fd, buffers, at)
             if meanwhile is None:
                 os.fdatasync(self._fd)
             else:
-                _sync_beside(self._fd, meanwhile)
+                fdatasync_beside(self._fd, meanwhile)
         except OSError:
             self._forget(at, size)
             raise
@@ -294,7 +295,7 @@ class CommitLog:
         [I-APPEND-2], whose place a later group synced in its spool may take. If
         even that fails, the log refuses every later round until a restart."""
         try:
-            _pwrite_all(self._fd, [bytes(size)], at)
+            pwrite_all(self._fd, [bytes(size)], at)
             os.fdatasync(self._fd)
             self._rotate()
         except OSError as err:
@@ -397,19 +398,3 @@ def _grow_step(allocated: int) -> int:
     """How much a segment of ``allocated`` bytes grows by next."""
     return min(max(allocated, FIRST_GROW_BYTES), MAX_GROW_BYTES)
 
-
-def _pwrite_all(fd: int, buffers: Sequence[bytes], offset: int) -> None:
-    from herald.fragment.rounds import pwrite_all
-    pwrite_all(fd, buffers, offset)
-
-
-def _sync_beside(fd: int, meanwhile: Callable[[], object]) -> None:
-    """fdatasync ``fd`` on a helper thread while ``meanwhile()`` runs here; raises
-    what either raised, once the sync is done (the records may be zeroed then)."""
-    sync = SYNCS.fdatasync(fd)
-    try:
-        meanwhile()
-    finally:
-        failed = sync.exception()
-    if failed is not None:
-        raise failed

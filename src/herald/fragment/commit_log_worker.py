@@ -32,6 +32,7 @@ from pathlib import Path
 
 from herald.durable import fsync_directory
 from herald.fragment.syncfs import syncfs, syncs_whole_file_system
+from herald.fragment.whole_writes import pwrite_all
 from herald.fragment.writeback import WRITEBACK_BYTES, chunks_completed, write_back_range, written_back
 
 __all__ = ["LogWorker", "checkpoint", "syncfs_of", "write_back_file", "write_lines", "write_zeros", "zeroed_file"]
@@ -143,7 +144,7 @@ def write_lines(lines: list[tuple[Path, int, bytes]], writeback_bytes: int = WRI
         try:
             placed.sort(key=lambda item: item[0])
             for at, run in _runs(placed):
-                _pwritev_all(fd, run, at)
+                pwrite_all(fd, run, at)
                 if (span := chunks_completed(at, sum(map(len, run)), writeback_bytes)) is not None:
                     write_back_range(fd, *span)
         finally:
@@ -161,11 +162,6 @@ def _runs(placed: list[tuple[int, bytes]]) -> list[tuple[int, list[bytes]]]:
             runs.append((at, [line]))
         end = at + len(line)
     return runs
-
-
-def _pwritev_all(fd: int, buffers: list[bytes], at: int) -> None:
-    from herald.fragment.rounds import pwrite_all  # rounds imports this module's users
-    pwrite_all(fd, buffers, at)
 
 
 def _fsync_files(directory: Path) -> int:
@@ -204,5 +200,5 @@ def write_zeros(fd: int, lo: int, hi: int, piece: int) -> None:
     zeros = memoryview(bytes(min(piece, hi - lo)))
     for at in range(lo, hi, piece):
         n = min(piece, hi - at)
-        _pwritev_all(fd, [zeros[:n]], at)
+        pwrite_all(fd, [zeros[:n]], at)
         written_back(fd, at, at + n)

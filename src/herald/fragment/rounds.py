@@ -20,7 +20,6 @@ Runs in an executor thread; the asyncio side is `herald.broker.sync_rounds`.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -35,9 +34,8 @@ from herald.protocol.labels import LabelSet
 if TYPE_CHECKING:
     from herald.fragment.spool import Spool
 
-__all__ = ["GroupWrite", "logged_to", "pwrite_all", "round_syncs", "uses_syncfs", "write_round"]
+__all__ = ["GroupWrite", "logged_to", "round_syncs", "uses_syncfs", "write_round"]
 
-IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 #: From this many groups in a round, one syncfs replaces their fdatasyncs (where the
 #: file system allows: `herald.fragment.syncfs`).
 SYNCFS_MIN_GROUPS = 3
@@ -341,20 +339,3 @@ class GroupWrite:
             raise error
         self.spool._advance(len(self._line), self.registers, self._first, self._fragment_sum)
         return self._sums
-
-
-def pwrite_all(fd: int, buffers: Sequence[bytes], offset: int) -> None:
-    """Write ``buffers`` back to back at ``offset``, with as few syscalls as the
-    kernel allows (no join: a group may be 64 MiB). Finishes a short write: one that
-    runs out of disk part-way returns a short count rather than failing, and taken
-    for a whole one it would acknowledge bytes never written."""
-    for i in range(0, len(buffers), IOV_MAX):
-        batch = buffers[i:i + IOV_MAX] if len(buffers) > IOV_MAX else buffers  # nearly always one call
-        size = sum(map(len, batch))
-        done = os.pwritev(fd, batch, offset)
-        if done < size:  # rare (a signal, a nearly full disk): the rest one call at a time
-            rest = memoryview(b"".join(batch))[done:]
-            while rest:
-                n = os.pwrite(fd, rest, offset + size - len(rest))
-                rest = rest[n:]
-        offset += size
