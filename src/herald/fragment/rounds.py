@@ -128,8 +128,7 @@ def _writes_beside(writes: Sequence[GroupWrite]) -> bool:
     """Whether a logged round's data may go to the spools during the log's sync: every
     group small enough to be hashed here and copied into its record, and holding
     its bytes (a streamed body, `herald.fragment.spool_stream`, is already written)."""
-    return all(write.size < PARALLEL_HASH_BYTES and type(write).write_data is GroupWrite.write_data
-               for write in writes)
+    return all(write.size < PARALLEL_HASH_BYTES and write.HOLDS_BYTES for write in writes)
 
 
 def _write_placed(writes: Sequence[GroupWrite]) -> None:
@@ -212,6 +211,7 @@ class GroupWrite:
     """
 
     BODY_SUMS = True  # each body's SHA1 for its answer; a replica's write needs none
+    HOLDS_BYTES = True  # its bodies are here to write (a streamed body is already written)
 
     def __init__(self, spool: Spool, contents: Sequence[bytes], registers: LabelSet, now_unix: float):
         self.spool, self.contents, self.registers, self.now_unix = spool, contents, registers, now_unix

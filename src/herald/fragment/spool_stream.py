@@ -192,6 +192,8 @@ class StreamedWrite(GroupWrite):
     """A `GroupWrite` whose bytes a `SpoolStream` already wrote and hashed: its data
     step only starts the data's fdatasync, its seal waits for the SHA1s."""
 
+    HOLDS_BYTES = False
+
     def __init__(self, stream: SpoolStream, registers: LabelSet, now_unix: float) -> None:
         super().__init__(stream.spool, (), registers, now_unix)
         self.stream = stream
