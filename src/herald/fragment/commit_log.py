@@ -9,9 +9,9 @@ and fdatasyncs only that file; the spools are written (page cache) but not synce
 per round. Commit lines are not even written by the round (`CommitLog.defer`): the
 log holds them, and the helper thread writes them to their commits files in
 batches — only recovery reads those files, after the replay has written every
-logged line, and a checkpoint writes them before it syncs. Rounds of a single
-group keep their two concurrent in-place fdatasyncs (`herald.fragment.rounds`
-says why).
+logged line, and a checkpoint writes them before it syncs. A round of a single
+group is logged only while small (`LONE_BYTES`); a larger one keeps its two
+concurrent in-place fdatasyncs.
 
 A record (`herald.fragment.commit_log_records`) names the spool (its directory under the data dir and its begin offset),
 where the group's bytes go in the spool file, the commit line and where it goes in
@@ -83,6 +83,11 @@ LOG_SUFFIX = ".log"
 SPARE_SUFFIX = ".spare"  # a next segment being made; renamed to its .log name once whole
 #: Groups smaller than this carry their bytes in the log; larger ones are synced in place.
 INLINE_BYTES = 256 << 10
+#: A round of one group under this is logged too (`herald.fragment.rounds`): one
+#: fdatasync instead of two in place, and no hand-off to a helper thread. A larger
+#: lone group (many writers on one journal) stays in place: logged, its bytes would
+#: reach the disk twice (log, then spool write-back) at the rate of the round.
+LONE_BYTES = 8 << 10
 #: A segment this full is checkpointed (its files synced) and replaced by a new one.
 SEGMENT_BYTES = 64 << 20
 #: A segment grows in zeros by steps that double from the first to the largest: an
