@@ -157,18 +157,26 @@ def test_a_full_segment_is_checkpointed_and_replaced(data_dir):
 
 
 def test_a_round_of_one_small_group_is_logged_and_survives_a_power_cut(data_dir):
-    """One small group (one writer): one fdatasync of the log, none in place; after
-    a power cut (its spool and commits file never synced) replay brings back every
-    acknowledged group [I-APPEND-3, I-FRAG-2]."""
+    """One small group (one writer): once the segment has room, one fdatasync of the
+    log, none in place (the first, with no room yet, syncs in place and asks for
+    growth: a full disk never fails it); after a power cut (its spool and commits
+    file never synced) replay brings back every acknowledged group [I-APPEND-3, I-FRAG-2]."""
     root, opened = data_dir
     log = _open(root, opened)
     (spool,) = _spools(log, 1)
-    groups = [[b"alone\n"], [b"again\n", b"and again\n"], [b"x" * (LONE_BYTES - 1)]]
-    for group in groups:
+    first = [GroupWrite(spool, [b"first\n"], LabelSet(), 1.0)]
+    assert logged_to(first) is None  # a fresh segment has no room: in place, and growth is asked
+    write_round(first)
+    log.drain()
+    first_line = spool.commits_path.read_bytes().split(b"\n", 1)[0] + b"\n"  # synced in place
+    groups = [[b"first\n"], [b"alone\n"], [b"again\n", b"and again\n"], [b"x" * (LONE_BYTES - 1)]]
+    for group in groups[1:]:
         writes = [GroupWrite(spool, group, LabelSet(), 1.0)]
         assert logged_to(writes) is log and round_syncs(writes) == (0, 0)
         assert write_round(writes) == [[hashlib.sha1(b).hexdigest() for b in group]]
-    _forget_unsynced(spool)
+    _forget_unsynced(spool)  # a power cut: only what was synced in place is left
+    spool.path.write_bytes(b"first\n")
+    spool.commits_path.write_bytes(first_line)
     log.close()
     _open(root, opened)  # replays
     (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)

@@ -74,7 +74,7 @@ def logged_to(writes: Sequence[GroupWrite]) -> CommitLog | None:
     commit_log = writes[0].spool.commit_log
     if commit_log is None or commit_log.closed or any(w.spool.commit_log is not commit_log for w in writes):
         return None
-    return commit_log
+    return commit_log if len(writes) >= LOG_MIN_GROUPS or commit_log.has_room(writes[0].size) else None
 
 
 def round_syncs(writes: Sequence[GroupWrite]) -> tuple[int, int]:
