@@ -9,9 +9,9 @@ and fdatasyncs only that file; the spools are written (page cache) but not synce
 per round. Commit lines are not even written by the round (`CommitLog.defer`): the
 log holds them, and the helper thread writes them to their commits files in
 batches — only recovery reads those files, after the replay has written every
-logged line, and a checkpoint writes them before it syncs. Rounds of a single
-group keep their two concurrent in-place fdatasyncs (`herald.fragment.rounds`
-says why).
+logged line, and a checkpoint writes them before it syncs. A round of a single
+group is logged only while small (`LONE_BYTES`); a larger one keeps its two
+concurrent in-place fdatasyncs.
 
 A record (`herald.fragment.commit_log_records`) names the spool (its directory under the data dir and its begin offset),
 where the group's bytes go in the spool file, the commit line and where it goes in
@@ -60,18 +60,12 @@ import functools
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from herald.durable import fsync_directory, make_durable_dirs
-from herald.fragment.commit_log_worker import (
-    LogWorker,
-    checkpoint,
-    write_back_file,
-    write_lines,
-    write_zeros,
-    zeroed_file,
-)
+from herald.fragment import commit_log_worker as worker
 from herald.fragment.fdatasyncs import SYNCS
 from herald.fragment.writeback import chunks_completed
 
@@ -84,6 +78,12 @@ LOG_SUFFIX = ".log"
 SPARE_SUFFIX = ".spare"  # a next segment being made; renamed to its .log name once whole
 #: Groups smaller than this carry their bytes in the log; larger ones are synced in place.
 INLINE_BYTES = 256 << 10
+#: A round of one group under this is logged too (`herald.fragment.rounds`): one
+#: fdatasync instead of two in place, and no hand-off to a helper thread. A larger
+#: lone group (many writers on one journal) stays in place: logged, its bytes would
+#: reach the disk twice (log, then spool write-back) at the rate of the round.
+LONE_BYTES = 8 << 10
+RECORD_SLACK = 4 << 10  # a record's framing, spool name and commit line, at most (has_room)
 #: A segment this full is checkpointed (its files synced) and replaced by a new one.
 SEGMENT_BYTES = 64 << 20
 #: A segment grows in zeros by steps that double from the first to the largest: an
@@ -114,11 +114,11 @@ class CommitLog:
         self._fd, self._seq = -1, 0
         self._pos = self._allocated = 0
         self._dirty: set[Path] = set()  # spool directories written since the segment began
-        self._worker = LogWorker()
+        self._worker = worker.LogWorker()
         self._idle = threading.Event()  # no checkpoint under way
         self._idle.set()
         self._segment_lock = threading.Lock()  # the segment's descriptor and size: rounds vs growth ahead
-        self._growing = False  # growth ahead submitted, not yet done
+        self._grow_after = 0.0  # growth ahead may be asked from then (inf: under way; later: failed)
         self._spare_asked = self._spare = 0  # the last segment asked to be made ahead / made whole
         self.replayed = 0
         # Logged groups' commit lines not yet in their commits files: (path, offset, line).
@@ -193,7 +193,7 @@ class CommitLog:
                 with self._segment_lock:  # growth ahead may be under way: wait, look again
                     if at + size > self._allocated:
                         self._grow(at + size)
-            _pwrite_all(self._fd, buffers, at)
+            worker.pwrite_at(self._fd, buffers, at)
             if meanwhile is None:
                 os.fdatasync(self._fd)
             else:
@@ -214,12 +214,19 @@ class CommitLog:
             self._prepare_ahead()
         return at, size
 
+    def has_room(self, size: int) -> bool:
+        """Whether ``size`` bytes fit as they are (a lone round is logged only then); else ask growth."""
+        if self._pos + size + RECORD_SLACK <= self._allocated:
+            return True
+        self._prepare_ahead()
+        return False
+
     def start_writeback(self, path: Path, at: int, size: int) -> None:
         """Bytes ``[at, at + size)`` of ``path`` (a spool or commits file) were just
         written and logged: start the write-back of the chunks they complete, on
         the helper thread (`herald.fragment.writeback`)."""
         if (span := chunks_completed(at, size, self.writeback_bytes)) is not None:
-            self._worker.submit(functools.partial(write_back_file, path, *span))
+            self._worker.submit(functools.partial(worker.write_back_file, path, *span))
 
     def defer(self, lines: Sequence[tuple[Path, int, bytes]]) -> None:
         """Commit lines already durable in the log, to be written to their commits
@@ -267,7 +274,7 @@ class CommitLog:
         its segment: the log then refuses rounds and no checkpoint deletes a segment
         (the next start replays them)."""
         try:
-            write_lines(batch, self.writeback_bytes)
+            worker.write_lines(batch, self.writeback_bytes)
         except OSError as err:
             log.error("commit log: deferred commit lines could not be written; refusing appends "
                       "until restart (the log keeps them for replay): %s", err)
@@ -294,7 +301,7 @@ class CommitLog:
         [I-APPEND-2], whose place a later group synced in its spool may take. If
         even that fails, the log refuses every later round until a restart."""
         try:
-            _pwrite_all(self._fd, [bytes(size)], at)
+            worker.pwrite_at(self._fd, [bytes(size)], at)
             os.fdatasync(self._fd)
             self._rotate()
         except OSError as err:
@@ -321,8 +328,8 @@ class CommitLog:
     def _prepare_ahead(self) -> None:
         """After a round: growth of this segment once its room runs low; the making of
         the next once this one is half full (grown: 512 KiB of records) (each asked once)."""
-        if self._allocated - self._pos < _grow_step(self._allocated) // 2 and not self._growing:
-            self._growing = True
+        if self._allocated - self._pos < _grow_step(self._allocated) // 2 and time.monotonic() >= self._grow_after:
+            self._grow_after = float("inf")
             self._worker.submit(functools.partial(self._grow_ahead, self._seq))
         seg, grown = self.segment_bytes, self._allocated < self.segment_bytes
         if self._pos >= min(seg, FIRST_GROW_BYTES if grown else seg) // 2 and self._spare_asked <= self._seq:
@@ -335,7 +342,7 @@ class CommitLog:
         spare = self.directory / f"{seq:016x}{SPARE_SUFFIX}"
         try:
             if not self.closed:
-                zeroed_file(spare, self.segment_bytes + _grow_step(self.segment_bytes), GROW_PIECE_BYTES)
+                worker.zeroed_file(spare, self.segment_bytes + _grow_step(self.segment_bytes), GROW_PIECE_BYTES)
                 with self._segment_lock:
                     if self._seq < seq and not self.closed:
                         os.rename(spare, self._segment_path(seq))
@@ -351,21 +358,23 @@ class CommitLog:
         """Zeros past the end, fsync'd (size included), so records need only data syncs.
         Under ``_segment_lock``: records go below ``_allocated``, moved once durable."""
         end = self._allocated + max(_grow_step(self._allocated), needed - self._allocated)
-        write_zeros(self._fd, self._allocated, end, GROW_PIECE_BYTES)
+        worker.write_zeros(self._fd, self._allocated, end, GROW_PIECE_BYTES)
         os.fsync(self._fd)
         self._allocated = end
         self.count_syncs("fdatasync", 1)
 
     def _grow_ahead(self, seq: int) -> None:
         """On the helper thread: segment ``seq``'s next step, unless sealed meanwhile."""
+        retry_at = 0.0
         try:
             with self._segment_lock:
                 if self._seq == seq and self._fd >= 0:
                     self._grow(self._allocated + 1)
         except OSError as err:  # the round that needs the room grows it, or fails
             log.warning("commit log: growing the segment ahead failed: %s", err)
+            retry_at = time.monotonic() + 1.0  # a full disk: not again at every round
         finally:
-            self._growing = False
+            self._grow_after = retry_at
 
     def _rotate(self) -> None:
         """Seal the segment (a checkpoint syncs its spools, then deletes it); start the next."""
@@ -386,7 +395,7 @@ class CommitLog:
         try:
             if self._lines_failed is not None:  # deferred lines may be missing: keep it for replay
                 raise self._lines_failed
-            checkpoint(self.data_dir, self.directory, segment, directories, self.count_syncs)
+            worker.checkpoint(self.data_dir, self.directory, segment, directories, self.count_syncs)
         except OSError as err:  # the segment stays: the next start replays it
             log.error("commit log checkpoint failed (segment kept for replay): %s", err)
         finally:
@@ -396,11 +405,6 @@ class CommitLog:
 def _grow_step(allocated: int) -> int:
     """How much a segment of ``allocated`` bytes grows by next."""
     return min(max(allocated, FIRST_GROW_BYTES), MAX_GROW_BYTES)
-
-
-def _pwrite_all(fd: int, buffers: Sequence[bytes], offset: int) -> None:
-    from herald.fragment.rounds import pwrite_all
-    pwrite_all(fd, buffers, offset)
 
 
 def _sync_beside(fd: int, meanwhile: Callable[[], object]) -> None:

@@ -27,14 +27,15 @@ import logging
 import os
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from herald.durable import fsync_directory
 from herald.fragment.syncfs import syncfs, syncs_whole_file_system
 from herald.fragment.writeback import WRITEBACK_BYTES, chunks_completed, write_back_range, written_back
 
-__all__ = ["LogWorker", "checkpoint", "syncfs_of", "write_back_file", "write_lines", "write_zeros", "zeroed_file"]
+__all__ = ["LogWorker", "checkpoint", "pwrite_at", "syncfs_of", "write_back_file", "write_lines", "write_zeros",
+           "zeroed_file"]
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ def write_lines(lines: list[tuple[Path, int, bytes]], writeback_bytes: int = WRI
         try:
             placed.sort(key=lambda item: item[0])
             for at, run in _runs(placed):
-                _pwritev_all(fd, run, at)
+                pwrite_at(fd, run, at)
                 if (span := chunks_completed(at, sum(map(len, run)), writeback_bytes)) is not None:
                     write_back_range(fd, *span)
         finally:
@@ -163,7 +164,8 @@ def _runs(placed: list[tuple[int, bytes]]) -> list[tuple[int, list[bytes]]]:
     return runs
 
 
-def _pwritev_all(fd: int, buffers: list[bytes], at: int) -> None:
+def pwrite_at(fd: int, buffers: Sequence[bytes], at: int) -> None:
+    """`herald.fragment.rounds.pwrite_all`, imported late (rounds imports the log)."""
     from herald.fragment.rounds import pwrite_all  # rounds imports this module's users
     pwrite_all(fd, buffers, at)
 
@@ -204,5 +206,5 @@ def write_zeros(fd: int, lo: int, hi: int, piece: int) -> None:
     zeros = memoryview(bytes(min(piece, hi - lo)))
     for at in range(lo, hi, piece):
         n = min(piece, hi - at)
-        _pwritev_all(fd, [zeros[:n]], at)
+        pwrite_at(fd, [zeros[:n]], at)
         written_back(fd, at, at + n)
