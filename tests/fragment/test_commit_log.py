@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from herald.fragment import commit_log as commit_log_module
 from herald.fragment import writeback
-from herald.fragment.commit_log import INLINE_BYTES, LOG_DIR, CommitLog
+from herald.fragment.commit_log import INLINE_BYTES, LOG_DIR, LONE_BYTES, CommitLog
 from herald.fragment.commit_log_records import LogRecord, decode_records, frame
 from herald.fragment.commit_log_replay import replay_segments
 from herald.fragment.commit_log_worker import write_lines
@@ -156,12 +156,41 @@ def test_a_full_segment_is_checkpointed_and_replaced(data_dir):
     assert [s.content_length for s in spools] == [40 * 204] * 2
 
 
-def test_a_round_of_one_group_syncs_in_place(data_dir):
-    """One group: its two fdatasyncs run side by side (see `herald.fragment.rounds`
-    for why the log does not take it)."""
+def test_a_round_of_one_small_group_is_logged_and_survives_a_power_cut(data_dir):
+    """One small group (one writer): once the segment has room, one fdatasync of the
+    log, none in place (the first, with no room yet, syncs in place and asks for
+    growth: a full disk never fails it); after a power cut (its spool and commits
+    file never synced) replay brings back every acknowledged group [I-APPEND-3, I-FRAG-2]."""
+    root, opened = data_dir
+    log = _open(root, opened)
+    (spool,) = _spools(log, 1)
+    first = [GroupWrite(spool, [b"first\n"], LabelSet(), 1.0)]
+    assert logged_to(first) is None  # a fresh segment has no room: in place, and growth is asked
+    write_round(first)
+    log.drain()
+    first_line = spool.commits_path.read_bytes().split(b"\n", 1)[0] + b"\n"  # synced in place
+    groups = [[b"first\n"], [b"alone\n"], [b"again\n", b"and again\n"], [b"x" * (LONE_BYTES - 1)]]
+    for group in groups[1:]:
+        writes = [GroupWrite(spool, group, LabelSet(), 1.0)]
+        assert logged_to(writes) is log and round_syncs(writes) == (0, 0)
+        assert write_round(writes) == [[hashlib.sha1(b).hexdigest() for b in group]]
+    _forget_unsynced(spool)  # a power cut: only what was synced in place is left
+    spool.path.write_bytes(b"first\n")
+    spool.commits_path.write_bytes(first_line)
+    log.close()
+    _open(root, opened)  # replays
+    (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+    expected = b"".join(b"".join(group) for group in groups)
+    assert found.path.read_bytes() == expected and found.fragment.end == len(expected)
+
+
+def test_a_round_of_one_larger_group_syncs_in_place(data_dir):
+    """One group of `LONE_BYTES` or more (many writers on one journal): its two
+    fdatasyncs run side by side, and the log never sees its bytes."""
     root, opened = data_dir
     (spool,) = _spools(_open(root, opened), 1)
-    writes = [GroupWrite(spool, [b"alone\n"], LabelSet(), 1.0)]
+    group = [b"alone\n" + b"y" * LONE_BYTES]
+    writes = [GroupWrite(spool, group, LabelSet(), 1.0)]
     assert logged_to(writes) is None and round_syncs(writes) == (2, 0)
     write_round(writes)
     assert b"alone" not in b"".join(p.read_bytes() for p in (root / LOG_DIR).iterdir())

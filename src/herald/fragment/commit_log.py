@@ -9,9 +9,9 @@ and fdatasyncs only that file; the spools are written (page cache) but not synce
 per round. Commit lines are not even written by the round (`CommitLog.defer`): the
 log holds them, and the helper thread writes them to their commits files in
 batches — only recovery reads those files, after the replay has written every
-logged line, and a checkpoint writes them before it syncs. Rounds of a single
-group keep their two concurrent in-place fdatasyncs (`herald.fragment.rounds`
-says why).
+logged line, and a checkpoint writes them before it syncs. A round of a single
+group is logged only while small (`LONE_BYTES`); a larger one keeps its two
+concurrent in-place fdatasyncs.
 
 A record (`herald.fragment.commit_log_records`) names the spool (its directory under the data dir and its begin offset),
 where the group's bytes go in the spool file, the commit line and where it goes in
@@ -60,15 +60,16 @@ import functools
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from herald.durable import fsync_directory, make_durable_dirs
+from herald.fragment.commit_log_lines import DeferredLines
 from herald.fragment.commit_log_worker import (
     LogWorker,
     checkpoint,
     write_back_file,
-    write_lines,
     write_zeros,
     zeroed_file,
 )
@@ -85,6 +86,12 @@ LOG_SUFFIX = ".log"
 SPARE_SUFFIX = ".spare"  # a next segment being made; renamed to its .log name once whole
 #: Groups smaller than this carry their bytes in the log; larger ones are synced in place.
 INLINE_BYTES = 256 << 10
+#: A round of one group under this is logged too (`herald.fragment.rounds`): one
+#: fdatasync instead of two in place, and no hand-off to a helper thread. A larger
+#: lone group (many writers on one journal) stays in place: logged, its bytes would
+#: reach the disk twice (log, then spool write-back) at the rate of the round.
+LONE_BYTES = 8 << 10
+RECORD_SLACK = 4 << 10  # a record's framing, spool name and commit line, at most (has_room)
 #: A segment this full is checkpointed (its files synced) and replaced by a new one.
 SEGMENT_BYTES = 64 << 20
 #: A segment grows in zeros by steps that double from the first to the largest: an
@@ -97,9 +104,8 @@ GROW_PIECE_BYTES = 256 << 10
 #: A logged spool's write-back starts per this many bytes (not the 1 MiB of
 #: `WRITEBACK_BYTES`): smaller bursts for the log's fdatasyncs to queue behind.
 LOG_WRITEBACK_BYTES = 256 << 10
-#: Commit lines of logged groups wait in memory (the log holds them durably) and go
-#: to their commits files in batches of this many, on the helper thread.
-LINE_BATCH = 256
+
+
 class CommitLog:
     """One data dir's commit log (see the module doc). `append` is called by one thread
     at a time (the sync round thread); checkpoints run on a helper thread."""
@@ -119,15 +125,11 @@ class CommitLog:
         self._idle = threading.Event()  # no checkpoint under way
         self._idle.set()
         self._segment_lock = threading.Lock()  # the segment's descriptor and size: rounds vs growth ahead
-        self._growing = False  # growth ahead submitted, not yet done
+        self._grow_after = 0.0  # growth ahead may be asked from then (inf: under way; later: failed)
         self._spare_asked = self._spare = 0  # the last segment asked to be made ahead / made whole
         self.replayed = 0
-        # Logged groups' commit lines not yet in their commits files: (path, offset, line).
-        self._lines: list[tuple[Path, int, bytes]] = []
-        self._lines_lock = threading.Lock()  # rounds defer, journals closing flush
-        self._batches_unwritten = 0  # batches handed to the helper thread, not yet written
-        self._broken: OSError | None = None  # see _forget and _write_lines
-        self._lines_failed: OSError | None = None  # see _write_lines
+        self._lines = DeferredLines(self._worker, writeback_bytes)  # logged groups' commit lines
+        self._broken: OSError | None = None  # see _forget (and DeferredLines.failed)
         self.closed = False  # see close
 
     @classmethod
@@ -154,7 +156,7 @@ class CommitLog:
     def close(self) -> None:
         """Stop logging (broker stopping: later rounds sync in place); segments stay for replay."""
         self.closed = True  # rounds that have not yet chosen the log no longer do
-        self._submit_lines()
+        self._lines.submit()
         self._worker.stop()
         with self._segment_lock:
             fd, self._fd = self._fd, -1
@@ -182,8 +184,8 @@ class CommitLog:
         this thread while the fdatasync runs on a helper (`herald.fragment.rounds`
         writes the spools' copies of the records' bytes then); an OSError it raises
         fails the round as a failed sync does."""
-        if self._broken is not None:
-            raise self._broken
+        if (broken := self._broken or self._lines.failed) is not None:
+            raise broken
         if self._fd < 0:  # closed (the broker is stopping) while the round was on its way
             raise OSError(errno.EBADF, "the commit log is closed")
         buffers = [part for parts in frames for part in parts]
@@ -215,6 +217,13 @@ class CommitLog:
             self._prepare_ahead()
         return at, size
 
+    def has_room(self, size: int) -> bool:
+        """Whether ``size`` bytes fit as they are (a lone round is logged only then); else ask growth."""
+        if self._pos + size + RECORD_SLACK <= self._allocated:
+            return True
+        self._prepare_ahead()
+        return False
+
     def start_writeback(self, path: Path, at: int, size: int) -> None:
         """Bytes ``[at, at + size)`` of ``path`` (a spool or commits file) were just
         written and logged: start the write-back of the chunks they complete, on
@@ -224,26 +233,18 @@ class CommitLog:
 
     def defer(self, lines: Sequence[tuple[Path, int, bytes]]) -> None:
         """Commit lines already durable in the log, to be written to their commits
-        files in a batch by the helper thread: one syscall per group less on the
-        round thread, where a round of many journals holds about one append per
-        group. Readers never read commits files; recovery does, after replay (which
-        writes every logged line), and a checkpoint runs after the lines of its
-        segment (same thread, submitted first)."""
-        with self._lines_lock:
-            self._lines.extend(lines)
-            full = len(self._lines) >= LINE_BATCH
-        if full:
-            self._submit_lines()
+        files in a batch by the helper thread (`herald.fragment.commit_log_lines`)."""
+        self._lines.defer(lines)
 
     @property
     def lines_pending(self) -> bool:
         """Whether some deferred line may not be in its commits file yet."""
-        return bool(self._lines or self._batches_unwritten)
+        return self._lines.pending
 
     def flush_lines(self) -> None:
         """Every deferred line in its commits file (page cache) once this returns: a
         journal that closes leaves its spools to be recovered from their files. Blocking."""
-        self._submit_lines()
+        self._lines.submit()
         self.drain()
 
     def drain(self) -> None:
@@ -255,27 +256,6 @@ class CommitLog:
     def segment(self) -> Path:
         """The segment rounds go to now; another once it is sealed (to be checkpointed)."""
         return self._segment_path(self._seq)
-
-    def _submit_lines(self) -> None:
-        with self._lines_lock:
-            batch, self._lines = self._lines, []
-            self._batches_unwritten += bool(batch)
-        if batch:
-            self._worker.submit(functools.partial(self._write_lines, batch))
-
-    def _write_lines(self, batch: list[tuple[Path, int, bytes]]) -> None:
-        """On the helper thread. A line that cannot be written must not be lost with
-        its segment: the log then refuses rounds and no checkpoint deletes a segment
-        (the next start replays them)."""
-        try:
-            write_lines(batch, self.writeback_bytes)
-        except OSError as err:
-            log.error("commit log: deferred commit lines could not be written; refusing appends "
-                      "until restart (the log keeps them for replay): %s", err)
-            self._broken = self._lines_failed = err
-        finally:
-            with self._lines_lock:
-                self._batches_unwritten -= 1
 
     def forget(self, at: int, size: int) -> None:
         """Take back the round `append` logged at ``(at, size)``, durably, because a
@@ -322,8 +302,8 @@ class CommitLog:
     def _prepare_ahead(self) -> None:
         """After a round: growth of this segment once its room runs low; the making of
         the next once this one is half full (grown: 512 KiB of records) (each asked once)."""
-        if self._allocated - self._pos < _grow_step(self._allocated) // 2 and not self._growing:
-            self._growing = True
+        if self._allocated - self._pos < _grow_step(self._allocated) // 2 and time.monotonic() >= self._grow_after:
+            self._grow_after = float("inf")
             self._worker.submit(functools.partial(self._grow_ahead, self._seq))
         seg, grown = self.segment_bytes, self._allocated < self.segment_bytes
         if self._pos >= min(seg, FIRST_GROW_BYTES if grown else seg) // 2 and self._spare_asked <= self._seq:
@@ -359,14 +339,16 @@ class CommitLog:
 
     def _grow_ahead(self, seq: int) -> None:
         """On the helper thread: segment ``seq``'s next step, unless sealed meanwhile."""
+        retry_at = 0.0
         try:
             with self._segment_lock:
                 if self._seq == seq and self._fd >= 0:
                     self._grow(self._allocated + 1)
         except OSError as err:  # the round that needs the room grows it, or fails
             log.warning("commit log: growing the segment ahead failed: %s", err)
+            retry_at = time.monotonic() + 1.0  # a full disk: not again at every round
         finally:
-            self._growing = False
+            self._grow_after = retry_at
 
     def _rotate(self) -> None:
         """Seal the segment (a checkpoint syncs its spools, then deletes it); start the next."""
@@ -379,14 +361,14 @@ class CommitLog:
             self._seq += 1
             self._start_segment()
         self._idle.clear()
-        self._submit_lines()  # the checkpoint syncs commits files: their lines go first
+        self._lines.submit()  # the checkpoint syncs commits files: their lines go first
         self._worker.submit(functools.partial(self._checkpoint, sealed, directories))
 
     def _checkpoint(self, segment: Path, directories: set[Path]) -> None:
         """On the helper thread: `checkpoint` a sealed segment; idle again after."""
         try:
-            if self._lines_failed is not None:  # deferred lines may be missing: keep it for replay
-                raise self._lines_failed
+            if self._lines.failed is not None:  # deferred lines may be missing: keep it for replay
+                raise self._lines.failed
             checkpoint(self.data_dir, self.directory, segment, directories, self.count_syncs)
         except OSError as err:  # the segment stays: the next start replays it
             log.error("commit log checkpoint failed (segment kept for replay): %s", err)

@@ -7,10 +7,10 @@ side — all data written and every sync started, then every commit line — so 
 thread and one wait cover every journal that had appends pending, instead of one
 executor hop and two syncs in a row per journal. The syncs run concurrently on a
 small pool: on ext4, concurrent fdatasyncs share the journal commit and the device
-flush they each need. In a broker, a round of several groups instead writes one
-record per group to the broker-wide commit log and fdatasyncs only that
-(`herald.fragment.commit_log`); the records carry small groups' bytes, so their
-spools' copies are written while that sync runs (`_write_then_log`).
+flush they each need. In a broker, a round of several groups (or of one small
+group) instead writes one record per group to the broker-wide commit log and
+fdatasyncs only that (`herald.fragment.commit_log`); the records carry small groups'
+bytes, so their spools' copies are written while that sync runs (`_write_then_log`).
 
     outcomes = write_round([GroupWrite(spool, bodies, registers, time.time()), ...])
 
@@ -23,7 +23,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from herald.fragment.commit_log import INLINE_BYTES, CommitLog
+from herald.fragment.commit_log import INLINE_BYTES, LONE_BYTES, CommitLog
 from herald.fragment.commit_log_records import frame
 from herald.fragment.fdatasyncs import SYNCS, PendingSync
 from herald.fragment.spool_sums import PARALLEL_HASH_BYTES
@@ -40,11 +40,8 @@ __all__ = ["GroupWrite", "logged_to", "round_syncs", "uses_syncfs", "write_round
 #: file system allows: `herald.fragment.syncfs`).
 SYNCFS_MIN_GROUPS = 3
 #: From this many groups in a round, one commit log record each and one fdatasync of
-#: the log replace their in-place syncs. A round of one group keeps its two concurrent
-#: fdatasyncs: with other processes fsyncing the same file system, one log fdatasync
-#: (its spool left dirty) was slower (1 KiB x1: 340-580 against 1,000-1,430
-#: appends/s, same minutes); on a quiet machine it was faster (4,300 against
-#: 3,400/s) but its p99 worse (3.2-3.9 against 0.6-0.7 ms).
+#: the log replace their in-place syncs; a round of one group does so only while it
+#: is small (`herald.fragment.commit_log.LONE_BYTES` says why).
 LOG_MIN_GROUPS = 2
 
 
@@ -70,14 +67,14 @@ def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | Hera
 
 def logged_to(writes: Sequence[GroupWrite]) -> CommitLog | None:
     """The commit log that makes ``writes`` durable, if the round has `LOG_MIN_GROUPS`
-    groups and their spools were all given one open log (a broker's,
+    groups (or one under `LONE_BYTES`) and their spools were all given one open log (a broker's,
     `herald.fragment.commit_log`); else None: they sync in place."""
-    if len(writes) < LOG_MIN_GROUPS:
+    if len(writes) < LOG_MIN_GROUPS and not (writes and writes[0].size < LONE_BYTES):
         return None
     commit_log = writes[0].spool.commit_log
     if commit_log is None or commit_log.closed or any(w.spool.commit_log is not commit_log for w in writes):
         return None
-    return commit_log
+    return commit_log if len(writes) >= LOG_MIN_GROUPS or commit_log.has_room(writes[0].size) else None
 
 
 def round_syncs(writes: Sequence[GroupWrite]) -> tuple[int, int]:
