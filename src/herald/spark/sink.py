@@ -218,6 +218,16 @@ def worker_client(opts: HeraldOptions) -> BrokerClient:
     return held[1]
 
 
+@contextlib.contextmanager
+def kept_client(opts: HeraldOptions) -> Iterator[BrokerClient]:
+    """`worker_client` for a block that drops it (`drop_worker_client`) if it raises."""
+    try:
+        yield worker_client(opts)
+    except BaseException:
+        drop_worker_client(opts)
+        raise
+
+
 def drop_worker_client(opts: HeraldOptions) -> None:
     """Close and forget the kept client: whatever failed a call (a broker gone,
     say), the next one starts with a fresh choice of broker and connections."""
@@ -304,13 +314,9 @@ def plan_journals(opts: HeraldOptions) -> tuple[JournalInfo, ...]:
     own (it acknowledges, and fences, the journals the tasks' intents name).
     Retried through transient broker errors: Spark retries a failed task, but a
     failed planner fails the whole batch."""
-    client = worker_client(opts)
-    try:
+    with kept_client(opts) as client:
         return retry_transient(lambda: tuple(client.list(opts.selector)), COMMIT_DEADLINE_S,
                                "list the output journals")
-    except BaseException:
-        drop_worker_client(opts)
-        raise
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
@@ -338,11 +344,8 @@ class StreamWriter(DataSourceStreamArrowWriter):
     def commit(self, messages: list[SinkCommit | None], batchId: int) -> None:
         """Driver, once per batch (again for a replayed batch): see module doc."""
         freeze_imports()  # the commit runner is a reused worker, collected after each commit (worker_gc)
-        try:
-            commit_batch(self.opts, driver_token(), messages, batchId, worker_client(self.opts))
-        except BaseException:
-            drop_worker_client(self.opts)
-            raise
+        with kept_client(self.opts) as client:
+            commit_batch(self.opts, driver_token(), messages, batchId, client)
 
     def abort(self, messages: list[SinkCommit | None], batchId: int) -> None:
         """Driver: nothing to undo — unacknowledged messages never commit."""
