@@ -122,10 +122,12 @@ def _write_then_log(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None
 
 
 def _writes_beside(writes: Sequence[GroupWrite]) -> bool:
-    """Whether a logged round's data may go to the spools during the log's sync: every
-    group small enough to be hashed here and copied into its record, and holding
-    its bytes (a streamed body, `herald.fragment.spool_stream`, is already written)."""
-    return all(write.size < PARALLEL_HASH_BYTES and write.HOLDS_BYTES for write in writes)
+    """Whether a logged round's data may go to the spools during the log's sync: two
+    groups or more, every one small enough to be hashed here and copied into its
+    record, and holding its bytes (a streamed body, `herald.fragment.spool_stream`,
+    is already written). A lone group's one small pwritev costs less than handing
+    the sync to a helper thread (a wake-up each way and GIL hand-offs)."""
+    return len(writes) > 1 and all(write.size < PARALLEL_HASH_BYTES and write.HOLDS_BYTES for write in writes)
 
 
 def _write_placed(writes: Sequence[GroupWrite]) -> None:
