@@ -67,8 +67,8 @@ def data_dir(tmp_path):
         log.close()
 
 
-def _open(data_dir: Path, opened: list[CommitLog]) -> CommitLog:
-    log = CommitLog.open(data_dir)
+def _open(data_dir: Path, opened: list[CommitLog], **tuning: int) -> CommitLog:
+    log = CommitLog.open(data_dir, **tuning)
     opened.append(log)
     return log
 
@@ -194,6 +194,24 @@ def test_a_round_of_one_larger_group_syncs_in_place(data_dir):
     assert logged_to(writes) is None and round_syncs(writes) == (2, 0)
     write_round(writes)
     assert b"alone" not in b"".join(p.read_bytes() for p in (root / LOG_DIR).iterdir())
+
+
+def test_a_log_opened_with_lone_bytes_zero_never_takes_a_round_of_one_group(data_dir):
+    """``lone_bytes=0`` (``herald serve --lone-append-bytes 0``): every round of one
+    group syncs in place, however small and however much room the segment has;
+    rounds of two groups are still logged."""
+    root, opened = data_dir
+    log = _open(root, opened, lone_bytes=0)
+    spools = _spools(log, 2)
+    for _ in range(3):  # the first round of two asks for growth: later ones find room
+        one = [GroupWrite(spools[0], [b"one\n"], LabelSet(), 1.0)]
+        assert logged_to(one) is None and round_syncs(one) == (2, 0)
+        write_round(one)
+        log.drain()
+        two = [GroupWrite(s, [b"two\n"], LabelSet(), 1.0) for s in spools]
+        assert logged_to(two) is log
+        write_round(two)
+    assert not log.takes_lone(1)
 
 
 def test_two_data_dirs_in_one_process_never_share_a_log(data_dir):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from herald.broker.metrics import METRICS
 from herald.durable import make_durable_dirs
-from herald.fragment.commit_log import CommitLog
+from herald.fragment.commit_log import LONE_BYTES, CommitLog
 from herald.fragment.spool_recycling import sweep
 from herald.protocol.errors import HeraldError, Status
 
@@ -32,8 +32,9 @@ LOCK_NAME = "LOCK"
 class DataDirLock:
     """An exclusive lock on a data dir. ``acquire`` raises if another process owns it."""
 
-    def __init__(self, data_dir: Path):
+    def __init__(self, data_dir: Path, *, lone_append_bytes: int = LONE_BYTES):
         self.path = Path(data_dir) / LOCK_NAME
+        self.lone_append_bytes = lone_append_bytes  # the commit log's (``--lone-append-bytes``)
         self._fd = -1
         self.commit_log: CommitLog | None = None
 
@@ -57,7 +58,7 @@ class DataDirLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
-        self.commit_log = CommitLog.open(self.path.parent, _count_syncs)
+        self.commit_log = CommitLog.open(self.path.parent, _count_syncs, lone_bytes=self.lone_append_bytes)
         sweep(self.path.parent / "spools")  # journals' spool directories: herald.broker.journal
         return self
 

@@ -64,7 +64,7 @@ class Broker:
         self._keyspace_changes = ChangeSignal()
         self._tasks: list[asyncio.Task] = []
         self._runner: web.AppRunner | None = None
-        self._data_dir_lock = DataDirLock(settings.data_dir)
+        self._data_dir_lock = DataDirLock(settings.data_dir, lone_append_bytes=settings.lone_append_bytes)
         self.append_rates = AppendRates(settings.max_append_rate)
         # False while our etcd lease may have expired: no journal may act as primary.
         self.lease_valid = True

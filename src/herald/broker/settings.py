@@ -5,12 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from herald.fragment.commit_log import LONE_BYTES
+
 DEFAULT_MAX_APPEND_BYTES = 64 << 20
 # Per-connection limits (broker/limits.py): aiohttp's header-line limit, its
 # long-standing idle timeout, and a minute for a whole request body.
 DEFAULT_MAX_HEADER_BYTES = 8190
 DEFAULT_IDLE_TIMEOUT_S = 75.0
 DEFAULT_BODY_TIMEOUT_S = 60.0
+# A sync round of one group under this many bytes is made durable by one fdatasync
+# of the commit log, not two in place (`herald.fragment.commit_log.LONE_BYTES`).
+DEFAULT_LONE_APPEND_BYTES = LONE_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +31,8 @@ class BrokerSettings:
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
+    # A lone writer's group under this is logged (one fdatasync); 0: always synced in place.
+    lone_append_bytes: int = DEFAULT_LONE_APPEND_BYTES
     # Cluster mode (None: embedded, one broker, local keyspace).
     etcd: str | None = None
     etcd_prefix: str = "/herald/cluster"

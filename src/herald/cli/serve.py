@@ -12,6 +12,7 @@ from herald.broker import BrokerSettings, serve
 from herald.broker.settings import (
     DEFAULT_BODY_TIMEOUT_S,
     DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_LONE_APPEND_BYTES,
     DEFAULT_MAX_APPEND_BYTES,
     DEFAULT_MAX_HEADER_BYTES,
 )
@@ -51,6 +52,14 @@ def serve_command(
                                          "--broker.max-header-bytes",
                                          envvar="HERALD_BROKER_MAX_HEADER_BYTES",
                                          help="Longest request line or header field (400 beyond)."),
+    lone_append_bytes: int = typer.Option(DEFAULT_LONE_APPEND_BYTES, "--lone-append-bytes",
+                                          "--broker.lone-append-bytes", min=0,
+                                          envvar="HERALD_BROKER_LONE_APPEND_BYTES",
+                                          help="A sync round of one journal's appends under this many "
+                                               "bytes (one writer, typically) is made durable by one "
+                                               "fdatasync of the broker's commit log instead of two in "
+                                               "place; 0: always in place (on a disk shared with "
+                                               "flush-heavy neighbours, the log's tail may be worse)."),
     idle_timeout: str = typer.Option(format_duration(DEFAULT_IDLE_TIMEOUT_S), "--idle-timeout",
                                      "--broker.idle-timeout", envvar="HERALD_BROKER_IDLE_TIMEOUT",
                                      help="Close a connection idle (or still sending its request "
@@ -100,7 +109,7 @@ def serve_command(
         raise typer.BadParameter("must be at least 1s", param_hint="--etcd.lease")
     settings = BrokerSettings(host=host, port=port, data_dir=data_dir, file_root=file_root,
                               max_append_bytes=max_append_bytes, max_append_rate=max_append_rate,
-                              max_header_bytes=max_header_bytes,
+                              max_header_bytes=max_header_bytes, lone_append_bytes=lone_append_bytes,
                               idle_timeout_s=_positive_duration(idle_timeout, "--idle-timeout"),
                               body_timeout_s=_positive_duration(body_timeout, "--body-timeout"),
                               etcd=etcd, etcd_prefix=etcd_prefix,

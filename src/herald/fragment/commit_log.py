@@ -10,8 +10,8 @@ per round. Commit lines are not even written by the round (`CommitLog.defer`): t
 log holds them, and the helper thread writes them to their commits files in
 batches — only recovery reads those files, after the replay has written every
 logged line, and a checkpoint writes them before it syncs. A round of a single
-group is logged only while small (`LONE_BYTES`); a larger one keeps its two
-concurrent in-place fdatasyncs.
+group is logged only while small (`LONE_BYTES`, the broker's
+``--lone-append-bytes``); a larger one keeps its two concurrent in-place fdatasyncs.
 
 A record (`herald.fragment.commit_log_records`) names the spool (its directory under the data dir and its begin offset),
 where the group's bytes go in the spool file, the commit line and where it goes in
@@ -91,7 +91,7 @@ INLINE_BYTES = 256 << 10
 #: lone group (many writers on one journal) stays in place: logged, its bytes would
 #: reach the disk twice (log, then spool write-back) at the rate of the round.
 LONE_BYTES = 8 << 10
-RECORD_SLACK = 4 << 10  # a record's framing, spool name and commit line, at most (has_room)
+RECORD_SLACK = 4 << 10  # a record's framing, spool name and commit line, at most (takes_lone)
 #: A segment this full is checkpointed (its files synced) and replaced by a new one.
 SEGMENT_BYTES = 64 << 20
 #: A segment grows in zeros by steps that double from the first to the largest: an
@@ -111,12 +111,14 @@ class CommitLog:
     at a time (the sync round thread); checkpoints run on a helper thread."""
 
     def __init__(self, data_dir: Path, count_syncs: Callable[[str, int], object] = lambda kind, n: None, *,
-                 segment_bytes: int = SEGMENT_BYTES, writeback_bytes: int = LOG_WRITEBACK_BYTES):
+                 segment_bytes: int = SEGMENT_BYTES, writeback_bytes: int = LOG_WRITEBACK_BYTES,
+                 lone_bytes: int = LONE_BYTES):
         self.data_dir = Path(data_dir)
         self.directory = self.data_dir / LOG_DIR
         self.count_syncs = count_syncs  # ("fdatasync" | "syncfs", n): the broker's metrics
         self.segment_bytes = segment_bytes  # a segment this full is sealed and checkpointed
         self.writeback_bytes = writeback_bytes  # write-back starts per chunk of this many bytes
+        self.lone_bytes = lone_bytes  # a round of one group under this is logged (takes_lone); 0: never
         self._names: dict[Path, bytes] = {}
         self._fd, self._seq = -1, 0
         self._pos = self._allocated = 0
@@ -134,12 +136,15 @@ class CommitLog:
 
     @classmethod
     def open(cls, data_dir: Path, count_syncs: Callable[[str, int], object] = lambda kind, n: None, *,
-             segment_bytes: int = SEGMENT_BYTES, writeback_bytes: int = LOG_WRITEBACK_BYTES) -> CommitLog:
+             segment_bytes: int = SEGMENT_BYTES, writeback_bytes: int = LOG_WRITEBACK_BYTES,
+             lone_bytes: int = LONE_BYTES) -> CommitLog:
         """Replay what a previous run left, then start a fresh segment. Blocking: run
         it before any spool under ``data_dir`` recovers. ``segment_bytes`` and
         ``writeback_bytes``: the tuning (module constants by default), smaller in
-        tests so that a few rounds seal segments and start write-backs."""
-        commit_log = cls(data_dir, count_syncs, segment_bytes=segment_bytes, writeback_bytes=writeback_bytes)
+        tests so that a few rounds seal segments and start write-backs;
+        ``lone_bytes``: see `takes_lone`."""
+        commit_log = cls(data_dir, count_syncs, segment_bytes=segment_bytes, writeback_bytes=writeback_bytes,
+                         lone_bytes=lone_bytes)
         make_durable_dirs(commit_log.directory)
         from herald.fragment.commit_log_replay import replay_segments  # one concept each
         segments = commit_log._segments()
@@ -217,8 +222,12 @@ class CommitLog:
             self._prepare_ahead()
         return at, size
 
-    def has_room(self, size: int) -> bool:
-        """Whether ``size`` bytes fit as they are (a lone round is logged only then); else ask growth."""
+    def takes_lone(self, size: int) -> bool:
+        """Whether a round of one group of ``size`` bytes is logged: under `lone_bytes`
+        (the broker's ``--lone-append-bytes``; 0: never), and fitting as the segment is
+        (else growth is asked, and the round syncs in place meanwhile)."""
+        if size >= self.lone_bytes:
+            return False
         if self._pos + size + RECORD_SLACK <= self._allocated:
             return True
         self._prepare_ahead()

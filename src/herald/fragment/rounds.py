@@ -23,7 +23,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from herald.fragment.commit_log import INLINE_BYTES, LONE_BYTES, CommitLog
+from herald.fragment.commit_log import INLINE_BYTES, CommitLog
 from herald.fragment.commit_log_records import frame
 from herald.fragment.fdatasyncs import SYNCS, PendingSync
 from herald.fragment.spool_sums import PARALLEL_HASH_BYTES
@@ -41,7 +41,7 @@ __all__ = ["GroupWrite", "logged_to", "round_syncs", "uses_syncfs", "write_round
 SYNCFS_MIN_GROUPS = 3
 #: From this many groups in a round, one commit log record each and one fdatasync of
 #: the log replace their in-place syncs; a round of one group does so only while it
-#: is small (`herald.fragment.commit_log.LONE_BYTES` says why).
+#: is small (`herald.fragment.commit_log.CommitLog.takes_lone`).
 LOG_MIN_GROUPS = 2
 
 
@@ -67,14 +67,15 @@ def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | Hera
 
 def logged_to(writes: Sequence[GroupWrite]) -> CommitLog | None:
     """The commit log that makes ``writes`` durable, if the round has `LOG_MIN_GROUPS`
-    groups (or one under `LONE_BYTES`) and their spools were all given one open log (a broker's,
-    `herald.fragment.commit_log`); else None: they sync in place."""
-    if len(writes) < LOG_MIN_GROUPS and not (writes and writes[0].size < LONE_BYTES):
+    groups (or one the log takes alone: `CommitLog.takes_lone`) and their spools
+    were all given one open log (a broker's, `herald.fragment.commit_log`); else
+    None: they sync in place."""
+    if not writes:
         return None
     commit_log = writes[0].spool.commit_log
     if commit_log is None or commit_log.closed or any(w.spool.commit_log is not commit_log for w in writes):
         return None
-    return commit_log if len(writes) >= LOG_MIN_GROUPS or commit_log.has_room(writes[0].size) else None
+    return commit_log if len(writes) >= LOG_MIN_GROUPS or commit_log.takes_lone(writes[0].size) else None
 
 
 def round_syncs(writes: Sequence[GroupWrite]) -> tuple[int, int]:
