@@ -105,12 +105,14 @@ class RoundThread(HelperThreads[tuple]):
             outcome = self._run(job)
             with self._lock:
                 self._outstanding -= 1
-            self._finish(job, outcome)
             _, loop, _, gather = job
             wait, late = None, None
             if gather is not None:
                 share, most, timed_out = gather
                 wait, late = min(share * (time.perf_counter() - started), most), (loop, timed_out)
+            # The loop's wake-up last, just before this thread lets go of the GIL in
+            # get(): woken earlier, the loop blocked on the GIL this thread still held.
+            self._finish(job, outcome)
             del job, outcome, loop, gather  # hold nothing of a finished round while idle
 
     def _run(self, job: tuple) -> Outcomes | BaseException:
