@@ -196,6 +196,35 @@ def test_a_round_of_one_larger_group_syncs_in_place(data_dir):
     assert b"alone" not in b"".join(p.read_bytes() for p in (root / LOG_DIR).iterdir())
 
 
+def test_a_lone_round_on_a_slow_disk_writes_its_spool_beside_the_sync_and_replays_the_same(data_dir):
+    """Once the log's fdatasyncs average slow (`CommitLog.syncs_slow`, a contended
+    disk), a lone small round writes its spool while a helper syncs the log, as a
+    round of many does; what it acknowledges is what a replay after a power cut
+    (spool never synced) gives back [I-APPEND-3, I-FRAG-2]."""
+    root, opened = data_dir
+    log = _open(root, opened)
+    (spool,) = _spools(log, 1)
+    write_round([GroupWrite(spool, [b"first\n"], LabelSet(), 1.0)])  # in place: the segment grows
+    log.drain()
+    first_line = spool.commits_path.read_bytes().split(b"\n", 1)[0] + b"\n"
+    for _ in range(200):  # as after many slow syncs
+        log.sync_average.add(0.01)
+    assert log.syncs_slow
+    groups = [[b"alone\n"], [b"again\n", b"and again\n"]]
+    for group in groups:
+        writes = [GroupWrite(spool, group, LabelSet(), 1.0)]
+        assert logged_to(writes) is log
+        assert write_round(writes) == [[hashlib.sha1(b).hexdigest() for b in group]]
+    assert spool.path.read_bytes()[:spool.end] == b"first\nalone\nagain\nand again\n"
+    _forget_unsynced(spool)
+    spool.path.write_bytes(b"first\n")
+    spool.commits_path.write_bytes(first_line)
+    log.close()
+    _open(root, opened)  # replays
+    (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+    assert found.path.read_bytes() == b"first\nalone\nagain\nand again\n"
+
+
 def test_a_log_opened_with_lone_bytes_zero_never_takes_a_round_of_one_group(data_dir):
     """``lone_bytes=0`` (``herald serve --lone-append-bytes 0``): every round of one
     group syncs in place, however small and however much room the segment has;

@@ -7,7 +7,7 @@ import errno
 import os
 import threading
 
-from herald.fragment.fdatasyncs import SyncHelpers
+from herald.fragment.fdatasyncs import SLOW_SYNC_S, SyncAverage, SyncHelpers
 
 
 def test_a_sync_returns_none_once_the_file_is_synced(tmp_path):
@@ -47,3 +47,17 @@ def test_syncs_started_together_each_get_a_thread(tmp_path):
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def test_sync_average_turns_slow_only_once_slow_syncs_dominate_and_back_once_they_pass():
+    average = SyncAverage()
+    assert not average.slow
+    for _ in range(16):  # a few slow syncs among quick ones: not yet
+        average.add(SLOW_SYNC_S * 2)
+    assert not average.slow
+    for _ in range(200):
+        average.add(SLOW_SYNC_S * 4)
+    assert average.slow
+    for _ in range(200):
+        average.add(SLOW_SYNC_S / 10)
+    assert not average.slow

@@ -73,7 +73,7 @@ from herald.fragment.commit_log_worker import (
     write_zeros,
     zeroed_file,
 )
-from herald.fragment.fdatasyncs import fdatasync_beside
+from herald.fragment.fdatasyncs import SyncAverage, fdatasync_beside
 from herald.fragment.whole_writes import pwrite_all
 from herald.fragment.writeback import chunks_completed
 
@@ -132,6 +132,7 @@ class CommitLog:
         self.replayed = 0
         self._lines = DeferredLines(self._worker, writeback_bytes)  # logged groups' commit lines
         self._broken: OSError | None = None  # see _forget (and DeferredLines.failed)
+        self.sync_average = SyncAverage()  # how long the rounds' fdatasyncs take (syncs_slow)
         self.closed = False  # see close
 
     @classmethod
@@ -202,10 +203,12 @@ class CommitLog:
                     if at + size > self._allocated:
                         self._grow(at + size)
             pwrite_all(self._fd, buffers, at)
+            started = time.perf_counter()
             if meanwhile is None:
                 os.fdatasync(self._fd)
             else:
                 fdatasync_beside(self._fd, meanwhile)
+            self.sync_average.add(time.perf_counter() - started)
         except OSError:
             self._forget(at, size)
             raise
@@ -232,6 +235,12 @@ class CommitLog:
             return True
         self._prepare_ahead()
         return False
+
+    @property
+    def syncs_slow(self) -> bool:
+        """Whether the rounds' recent fdatasyncs were slow (a contended disk: even a
+        lone round's sync then goes to a helper, see `herald.fragment.fdatasyncs`)."""
+        return self.sync_average.slow
 
     def start_writeback(self, path: Path, at: int, size: int) -> None:
         """Bytes ``[at, at + size)`` of ``path`` (a spool or commits file) were just

@@ -25,9 +25,13 @@ from collections.abc import Callable
 
 from herald.helper_threads import HelperThreads
 
-__all__ = ["MAX_THREADS", "SYNCS", "PendingSync", "SyncHelpers", "fdatasync_beside"]
+__all__ = ["MAX_THREADS", "SYNCS", "PendingSync", "SyncAverage", "SyncHelpers", "fdatasync_beside"]
 
 MAX_THREADS = 32
+#: fdatasyncs that average more than this are on a contended disk (`SyncAverage.slow`),
+#: and how much each sync weighs in that running average.
+SLOW_SYNC_S = 0.001
+SYNC_AVERAGE_WEIGHT = 1 / 64
 
 
 class PendingSync:
@@ -88,3 +92,29 @@ def fdatasync_beside(fd: int, meanwhile: Callable[[], object]) -> None:
         failed = sync.exception()
     if failed is not None:
         raise failed
+
+
+class SyncAverage:
+    """A running average of one file's fdatasync durations, and whether they are slow.
+
+    Slow syncs mean a disk (and, with it, CPUs) shared with busy neighbours. There,
+    an fdatasync issued by an otherwise idle helper thread returned sooner than one
+    issued by the thread that had just done a round's work, despite the hand-over:
+    raw 1 KiB write+fdatasync at load 8-9, p50 0.31-0.46 against 0.74-0.98 ms (the
+    idle thread is woken and run at once when its sync completes; the busy one
+    waits its turn). On a quiet disk the hand-over (a wake-up each way) costs more
+    than it saves, so a lone writer's round syncs on its own thread until the
+    average passes `SLOW_SYNC_S` (`herald.fragment.rounds`). Not thread-safe: one
+    writer (the sync round thread)."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def add(self, seconds: float) -> None:
+        self.seconds += (seconds - self.seconds) * SYNC_AVERAGE_WEIGHT
+
+    @property
+    def slow(self) -> bool:
+        return self.seconds > SLOW_SYNC_S
