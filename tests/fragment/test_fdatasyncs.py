@@ -49,7 +49,7 @@ def test_syncs_started_together_each_get_a_thread(tmp_path):
             os.close(fd)
 
 
-def test_sync_average_turns_slow_only_once_slow_syncs_dominate_and_back_once_they_pass():
+def test_sync_average_turns_slow_once_slow_syncs_dominate_and_back_only_once_they_are_quick():
     average = SyncAverage()
     assert not average.slow
     for _ in range(16):  # a few slow syncs among quick ones: not yet
@@ -58,6 +58,9 @@ def test_sync_average_turns_slow_only_once_slow_syncs_dominate_and_back_once_the
     for _ in range(200):
         average.add(SLOW_SYNC_S * 4)
     assert average.slow
-    for _ in range(200):
+    for _ in range(400):  # quicker, but not quick: still slow (no switching back and forth)
+        average.add(SLOW_SYNC_S * 0.7)
+    assert average.slow
+    for _ in range(400):
         average.add(SLOW_SYNC_S / 10)
     assert not average.slow

@@ -28,8 +28,9 @@ from herald.helper_threads import HelperThreads
 __all__ = ["MAX_THREADS", "SYNCS", "PendingSync", "SyncAverage", "SyncHelpers", "fdatasync_beside"]
 
 MAX_THREADS = 32
-#: fdatasyncs that average more than this are on a contended disk (`SyncAverage.slow`),
-#: and how much each sync weighs in that running average.
+#: fdatasyncs that average more than this are on a contended disk (`SyncAverage.slow`)
+#: until they average under half of it again, and how much each sync weighs in that
+#: running average.
 SLOW_SYNC_S = 0.001
 SYNC_AVERAGE_WEIGHT = 1 / 64
 
@@ -104,17 +105,20 @@ class SyncAverage:
     idle thread is woken and run at once when its sync completes; the busy one
     waits its turn). On a quiet disk the hand-over (a wake-up each way) costs more
     than it saves, so a lone writer's round syncs on its own thread until the
-    average passes `SLOW_SYNC_S` (`herald.fragment.rounds`). Not thread-safe: one
+    average passes `SLOW_SYNC_S` (`herald.fragment.rounds`), and hands it over until
+    the average falls under half of that: handed over, syncs return sooner, and
+    one threshold would have the rounds switch back and forth. Not thread-safe: one
     writer (the sync round thread)."""
 
-    __slots__ = ("seconds",)
+    __slots__ = ("seconds", "slow")
 
     def __init__(self) -> None:
         self.seconds = 0.0
+        self.slow = False
 
     def add(self, seconds: float) -> None:
-        self.seconds += (seconds - self.seconds) * SYNC_AVERAGE_WEIGHT
-
-    @property
-    def slow(self) -> bool:
-        return self.seconds > SLOW_SYNC_S
+        average = self.seconds = self.seconds + (seconds - self.seconds) * SYNC_AVERAGE_WEIGHT
+        if average > SLOW_SYNC_S:
+            self.slow = True
+        elif average < SLOW_SYNC_S / 2:
+            self.slow = False
