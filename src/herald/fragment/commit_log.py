@@ -87,7 +87,7 @@ SPARE_SUFFIX = ".spare"  # a next segment being made; renamed to its .log name o
 #: Groups smaller than this carry their bytes in the log; larger ones are synced in place.
 INLINE_BYTES = 256 << 10
 #: A round of one group under this is logged too (`herald.fragment.rounds`): one
-#: fdatasync instead of two in place, and no hand-off to a helper thread. A larger
+#: fdatasync instead of two in place, and (on a quiet disk) no hand-off to a helper. A larger
 #: lone group (many writers on one journal) stays in place: logged, its bytes would
 #: reach the disk twice (log, then spool write-back) at the rate of the round.
 LONE_BYTES = 8 << 10

@@ -10,7 +10,8 @@ small pool: on ext4, concurrent fdatasyncs share the journal commit and the devi
 flush they each need. In a broker, a round of several groups (or of one small
 group) instead writes one record per group to the broker-wide commit log and
 fdatasyncs only that (`herald.fragment.commit_log`); the records carry small groups'
-bytes, so their spools' copies are written while that sync runs (`_write_then_log`).
+bytes, so their spools' copies are written while that sync runs (`_write_then_log`;
+a lone group's before it, unless the disk is slow: `_writes_beside`).
 
     outcomes = write_round([GroupWrite(spool, bodies, registers, time.time()), ...])
 
