@@ -12,8 +12,9 @@ import hashlib
 import threading
 
 from herald.broker.sync_rounds import RoundThread, SyncRounds
+from herald.fragment.commit_log import CommitLog
 from herald.fragment.fdpool import DescriptorPool
-from herald.fragment.rounds import GroupWrite
+from herald.fragment.rounds import GroupWrite, logged_to
 from herald.fragment.spool import Spool
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
@@ -235,3 +236,25 @@ def test_groups_taken_as_a_round_opens_are_answered_in_its_completion_callback(t
     rounds, _ = asyncio.run(main())
     assert (rounds.rounds, rounds.groups) == (2, 3)
     assert [spool.end for spool in spools] == [4, 2, 2]
+
+
+def test_a_small_lone_group_kept_in_place_by_a_slow_log_reports_its_round_time_to_it(tmp_path):
+    """While the commit log's syncs average slow, a lone small group syncs in place
+    (`CommitLog.takes_lone`), and its round's time goes into the log's average:
+    the only way the log learns that the disk is quick again."""
+    log = CommitLog.open(tmp_path / "data")
+    try:
+        spool = Spool(log.data_dir / "j", "j", 0, CompressionCodec.NONE, LabelSet(),
+                      pool=DescriptorPool(budget_fds=8), commit_log=log)
+        log.sync_average.slow, log.sync_average.seconds = True, 0.0
+
+        async def main() -> list[str]:
+            return await SyncRounds(asyncio.get_running_loop()).commit(GroupWrite(spool, [b"x\n"], LabelSet(), 1.0))
+
+        write = GroupWrite(spool, [b"x\n"], LabelSet(), 1.0)
+        assert logged_to([write]) is None
+        assert asyncio.run(main()) == [hashlib.sha1(b"x\n").hexdigest()]
+        assert log.sync_average.seconds > 0  # the in-place round was timed
+        spool.close()
+    finally:
+        log.close()

@@ -87,7 +87,7 @@ SPARE_SUFFIX = ".spare"  # a next segment being made; renamed to its .log name o
 #: Groups smaller than this carry their bytes in the log; larger ones are synced in place.
 INLINE_BYTES = 256 << 10
 #: A round of one group under this is logged too (`herald.fragment.rounds`): one
-#: fdatasync instead of two in place, and (on a quiet disk) no hand-off to a helper. A larger
+#: fdatasync instead of two in place, and no hand-off to a helper (on a quiet disk). A larger
 #: lone group (many writers on one journal) stays in place: logged, its bytes would
 #: reach the disk twice (log, then spool write-back) at the rate of the round.
 LONE_BYTES = 8 << 10
@@ -132,7 +132,7 @@ class CommitLog:
         self.replayed = 0
         self._lines = DeferredLines(self._worker, writeback_bytes)  # logged groups' commit lines
         self._broken: OSError | None = None  # see _forget (and DeferredLines.failed)
-        self.sync_average = SyncAverage()  # how long the rounds' fdatasyncs take (syncs_slow)
+        self.sync_average = SyncAverage()  # its rounds' fdatasyncs, and lone ones in place (takes_lone)
         self.closed = False  # see close
 
     @classmethod
@@ -227,20 +227,15 @@ class CommitLog:
 
     def takes_lone(self, size: int) -> bool:
         """Whether a round of one group of ``size`` bytes is logged: under `lone_bytes`
-        (the broker's ``--lone-append-bytes``; 0: never), and fitting as the segment is
-        (else growth is asked, and the round syncs in place meanwhile)."""
-        if size >= self.lone_bytes:
+        (the broker's ``--lone-append-bytes``; 0: never), while syncs are not slow
+        (`sync_average`: on a contended disk two syncs in place return sooner), and
+        fitting as the segment is (else growth is asked, and the round syncs in place)."""
+        if size >= self.lone_bytes or self.sync_average.slow:
             return False
         if self._pos + size + RECORD_SLACK <= self._allocated:
             return True
         self._prepare_ahead()
         return False
-
-    @property
-    def syncs_slow(self) -> bool:
-        """Whether the rounds' recent fdatasyncs were slow (a contended disk: even a
-        lone round's sync then goes to a helper, see `herald.fragment.fdatasyncs`)."""
-        return self.sync_average.slow
 
     def start_writeback(self, path: Path, at: int, size: int) -> None:
         """Bytes ``[at, at + size)`` of ``path`` (a spool or commits file) were just

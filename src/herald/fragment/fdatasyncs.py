@@ -96,19 +96,18 @@ def fdatasync_beside(fd: int, meanwhile: Callable[[], object]) -> None:
 
 
 class SyncAverage:
-    """A running average of one file's fdatasync durations, and whether they are slow.
+    """A running average of a commit log's fdatasync durations, and whether they are slow.
 
     Slow syncs mean a disk (and, with it, CPUs) shared with busy neighbours. There,
-    an fdatasync issued by an otherwise idle helper thread returned sooner than one
-    issued by the thread that had just done a round's work, despite the hand-over:
-    raw 1 KiB write+fdatasync at load 8-9, p50 0.31-0.46 against 0.74-0.98 ms (the
-    idle thread is woken and run at once when its sync completes; the busy one
-    waits its turn). On a quiet disk the hand-over (a wake-up each way) costs more
-    than it saves, so a lone writer's round syncs on its own thread until the
-    average passes `SLOW_SYNC_S` (`herald.fragment.rounds`), and hands it over until
-    the average falls under half of that: handed over, syncs return sooner, and
-    one threshold would have the rounds switch back and forth. Not thread-safe: one
-    writer (the sync round thread)."""
+    one fdatasync at a time returned later than two at once (raw 1 KiB records,
+    load 8-10, interleaved: one, issued by the busy thread, mean 2.3-2.7 ms, p50
+    1.4-2.4; a spool's data and commit line synced side by side mean 0.66-0.71, p50
+    0.15-0.17), so a lone writer's round is synced in place rather than logged
+    (`herald.fragment.commit_log.CommitLog.takes_lone`), and its round's time is
+    added here (`herald.broker.sync_rounds`) until the average falls under half of
+    `SLOW_SYNC_S`: with one threshold, the quicker in-place rounds alone would
+    send the lone writer back to the log and the rounds would switch back and
+    forth. Not thread-safe: one writer (the sync round thread)."""
 
     __slots__ = ("seconds", "slow")
 

@@ -11,7 +11,7 @@ flush they each need. In a broker, a round of several groups (or of one small
 group) instead writes one record per group to the broker-wide commit log and
 fdatasyncs only that (`herald.fragment.commit_log`); the records carry small groups'
 bytes, so their spools' copies are written while that sync runs (`_write_then_log`;
-a lone group's before it, unless the disk is slow: `_writes_beside`).
+a lone group's before it: `_writes_beside`).
 
     outcomes = write_round([GroupWrite(spool, bodies, registers, time.time()), ...])
 
@@ -113,7 +113,7 @@ def _write_then_log(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None
     start and its sync. A spool write that fails then fails the round, its records
     zeroed, as a failed log write does."""
     defer = all(write.size < INLINE_BYTES for write in writes)
-    beside = _writes_beside(writes, commit_log)
+    beside = _writes_beside(writes)
     frames, written = [], []
     for write in writes:
         if write.error is None and (parts := write.write_logged(commit_log, defer, beside)) is not None:
@@ -123,15 +123,14 @@ def _write_then_log(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None
         _log_written(written, frames, commit_log, functools.partial(_write_placed, written) if beside else None)
 
 
-def _writes_beside(writes: Sequence[GroupWrite], commit_log: CommitLog) -> bool:
-    """Whether a logged round's data may go to the spools during the log's sync: every
-    group small enough to be hashed here and copied into its record, and holding
-    its bytes (a streamed body, `herald.fragment.spool_stream`, is already
-    written); and two groups or more, or a contended disk (`CommitLog.syncs_slow`):
-    on a quiet one, a lone group's one small pwritev costs less than handing the
-    sync to a helper thread (a wake-up each way and GIL hand-offs)."""
-    return ((len(writes) > 1 or commit_log.syncs_slow)
-            and all(write.size < PARALLEL_HASH_BYTES and write.HOLDS_BYTES for write in writes))
+def _writes_beside(writes: Sequence[GroupWrite]) -> bool:
+    """Whether a logged round's data may go to the spools during the log's sync: two
+    groups or more, every one small enough to be hashed here and copied into its
+    record, and holding its bytes (a streamed body, `herald.fragment.spool_stream`,
+    is already written). A lone group's one small pwritev costs less than handing
+    the sync to a helper thread (a wake-up each way and GIL hand-offs); a lone
+    group is logged only while the disk is quick (`CommitLog.takes_lone`)."""
+    return len(writes) > 1 and all(write.size < PARALLEL_HASH_BYTES and write.HOLDS_BYTES for write in writes)
 
 
 def _write_placed(writes: Sequence[GroupWrite]) -> None:
