@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from herald.fragment.commit_log import INLINE_BYTES, LONE_BYTES, CommitLog
 from herald.fragment.commit_log_records import frame
@@ -33,6 +33,7 @@ from herald.protocol.labels import LabelSet
 
 if TYPE_CHECKING:
     from herald.fragment.spool import Spool
+    from herald.protocol.fragment import Fragment
 
 __all__ = ["GroupWrite", "logged_to", "round_syncs", "uses_syncfs", "write_round"]
 
@@ -130,9 +131,14 @@ def _writes_beside(writes: Sequence[GroupWrite]) -> bool:
 
 def _write_placed(writes: Sequence[GroupWrite]) -> None:
     """The data of a round's groups placed by `GroupWrite.place_data`, written to
-    their spools (during the log's fdatasync: `_write_then_log`). Raises OSError."""
+    their spools, and each spool's fragment as it will be once committed built
+    (during the log's fdatasync: `_write_then_log`; the loop would build it as it
+    answers, after the sync). Raises OSError."""
     for write in writes:
         write.write_placed()
+        write.next_fragment = write.spool.fragment_after(write._fragment_sum)
+        if write.answer_ahead is not None:
+            write.answers = write.answer_ahead(write)
 
 
 def _log_written(written: list[GroupWrite], frames: list[list[bytes]], commit_log: CommitLog,
@@ -222,6 +228,11 @@ class GroupWrite:
         self._data_at = self._line_at = 0
         self.deferred = False  # its commit line left to the commit log (write_logged)
         self._placed: Sequence[bytes] = ()  # bodies and padding placed, not yet written (place_data)
+        self.next_fragment: Fragment | None = None  # the spool's once committed, if built ahead
+        #: What builds the group's answers ahead, given this write once sealed, while
+        #: the log syncs (set by its journal); ``answers``: what it built, if it ran.
+        self.answer_ahead: Callable[[GroupWrite], Any] | None = None
+        self.answers: Any = None
 
     def step(self, action: Callable[[], object]) -> None:
         """Run one step unless an earlier one failed; a failure is kept for `finish`."""
@@ -316,6 +327,11 @@ class GroupWrite:
         if not self.deferred:  # a deferred line's write-back starts once written
             commit_log.start_writeback(self.spool.commits_path, self._line_at, len(self._line))
 
+    @property
+    def sums(self) -> list[str]:
+        """Each body's SHA1, once sealed."""
+        return self._sums
+
     def seal(self) -> None:
         """Hash the group's bodies and build its commit line (carrying the fragment's
         SHA1 after them): the one step every kind of round shares, so a group whose
@@ -334,5 +350,5 @@ class GroupWrite:
         if error is not None:
             self.spool._erase_record(len(self._line))
             raise error
-        self.spool._advance(len(self._line), self.registers, self._first, self._fragment_sum)
+        self.spool._advance(len(self._line), self.registers, self._first, self._fragment_sum, self.next_fragment)
         return self._sums
