@@ -119,7 +119,8 @@ def _write_then_log(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None
             frames.append(parts)
             written.append(write)
     if written:
-        _log_written(written, frames, commit_log, functools.partial(_write_placed, written) if beside else None)
+        _log_written(written, frames, commit_log, functools.partial(_write_placed, written, commit_log)
+                     if beside else None)
 
 
 def _writes_beside(writes: Sequence[GroupWrite]) -> bool:
@@ -129,16 +130,24 @@ def _writes_beside(writes: Sequence[GroupWrite]) -> bool:
     return all(write.size < PARALLEL_HASH_BYTES and write.HOLDS_BYTES for write in writes)
 
 
-def _write_placed(writes: Sequence[GroupWrite]) -> None:
-    """The data of a round's groups placed by `GroupWrite.place_data`, written to
-    their spools, and each spool's fragment as it will be once committed built
-    (during the log's fdatasync: `_write_then_log`; the loop would build it as it
-    answers, after the sync). Raises OSError."""
+def _write_placed(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None:
+    """During the log's fdatasync (`_write_then_log`), what would otherwise wait for
+    it, on the round's critical path: the data of a round's groups placed by
+    `GroupWrite.place_data`, written to their spools; each spool's fragment as it
+    will be once committed, and its journal's answers (`GroupWrite.answer_ahead`),
+    built (the loop would build them as it answers); the spool's descriptors
+    released where no line of the group is in its commits file (nothing there to
+    erase should the round fail); the write-back of the chunks completed started
+    (bytes past a committed end, should it fail, are cut at recovery [I-FRAG-2]).
+    Raises OSError."""
     for write in writes:
         write.write_placed()
         write.next_fragment = write.spool.fragment_after(write._fragment_sum)
         if write.answer_ahead is not None:
             write.answers = write.answer_ahead(write)
+        if write.deferred:
+            write.unpin()
+        write.start_writeback(commit_log)
 
 
 def _log_written(written: list[GroupWrite], frames: list[list[bytes]], commit_log: CommitLog,
@@ -156,8 +165,9 @@ def _log_written(written: list[GroupWrite], frames: list[list[bytes]], commit_lo
         for write in written:
             write.error = err
         return
-    for write in written:
-        write.start_writeback(commit_log)
+    if meanwhile is None:  # else started by it (`_write_placed`)
+        for write in written:
+            write.start_writeback(commit_log)
 
 
 def _in_place_sync_failure(writes: Sequence[GroupWrite]) -> OSError | None:
@@ -229,6 +239,7 @@ class GroupWrite:
         self.deferred = False  # its commit line left to the commit log (write_logged)
         self._placed: Sequence[bytes] = ()  # bodies and padding placed, not yet written (place_data)
         self.next_fragment: Fragment | None = None  # the spool's once committed, if built ahead
+        self._pinned = False  # its spool's descriptors held (`pin`)
         #: What builds the group's answers ahead, given this write once sealed, while
         #: the log syncs (set by its journal); ``answers``: what it built, if it ran.
         self.answer_ahead: Callable[[GroupWrite], Any] | None = None
@@ -251,10 +262,15 @@ class GroupWrite:
         except (OSError, HeraldError) as err:
             self.error = err
             return False
+        self._pinned = True
         return True
 
     def unpin(self) -> None:
-        self.spool.unpin()
+        """Release what `pin` held, if it still does (idempotent: a logged round lets
+        a group go during its sync, `_write_placed`)."""
+        if self._pinned:
+            self._pinned = False
+            self.spool.unpin()
 
     def write_logged(self, commit_log: CommitLog, defer: bool, beside: bool = False) -> list[bytes] | None:
         """Steps 1 and 2 for a logged round (no sync but a large group's data sync),
@@ -348,7 +364,8 @@ class GroupWrite:
             if (failed := sync.exception()) is not None and error is None:
                 error = failed
         if error is not None:
-            self.spool._erase_record(len(self._line))
+            if not self.deferred:  # a deferred line was never written (and its descriptors may be let go)
+                self.spool._erase_record(len(self._line))
             raise error
         self.spool._advance(len(self._line), self.registers, self._first, self._fragment_sum, self.next_fragment)
         return self._sums
