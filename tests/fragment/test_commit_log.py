@@ -470,3 +470,26 @@ def test_a_logged_round_of_small_groups_builds_fragments_and_answers_while_it_sy
                 assert write.answers == (fragment, sums) and write.answers[0] is fragment
             else:
                 assert write.answers is None and write.next_fragment is None
+
+
+def test_logged_lines_are_left_to_the_log_even_where_their_commits_file_grows(data_dir):
+    """A logged round's commit lines all go to the log, the ones that need their
+    commits file preallocated further too (grown in the page cache, with no sync on
+    the round), and a power cut before any checkpoint loses none: replay writes
+    them past the growth that never reached the disk [I-FRAG-2]."""
+    root, opened = data_dir
+    log = _open(root, opened)
+    spools = _spools(log, 2)
+    bodies = [b"%03d\n" % i for i in range(80)]  # ~80 lines of ~80 B: past the first 4 KiB
+    for body in bodies:
+        writes = [GroupWrite(s, [body], LabelSet(), 1.0) for s in spools]
+        assert write_round(writes) == [[hashlib.sha1(body).hexdigest()]] * len(spools)
+        assert all(write.deferred for write in writes)
+    assert all(s._commits_allocated > 4096 for s in spools)
+    for spool in spools:
+        _forget_unsynced(spool)
+    log.close()
+    _open(root, opened)  # replays, then the spools recover
+    for spool in spools:
+        (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+        assert found.path.read_bytes() == b"".join(bodies)

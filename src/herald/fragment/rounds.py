@@ -275,8 +275,8 @@ class GroupWrite:
     def write_logged(self, commit_log: CommitLog, defer: bool, beside: bool = False) -> list[bytes] | None:
         """Steps 1 and 2 for a logged round (no sync but a large group's data sync),
         then this group's log record; None after a failure (kept for `finish`).
-        ``defer``: the commit line is left to the log (`CommitLog.defer`) unless it
-        needs the commits file to grow first. ``beside``: the data is only placed
+        ``defer``: the commit line is left to the log (`CommitLog.defer`), its commits
+        file grown (not synced) first if it must. ``beside``: the data is only placed
         (`place_data`), written later by `write_placed`."""
         try:
             inline = self.size < INLINE_BYTES
@@ -288,7 +288,9 @@ class GroupWrite:
             self.seal()
             line = self._line
             self._line_at = line_at = spool._commits_pos
-            if defer and line_at + len(line) <= spool._commits_allocated:
+            if defer:  # the log holds the line durably: its file grows with no sync of its own
+                if line_at + len(line) > spool._commits_allocated:
+                    spool._grow_commits(len(line), durable=False)
                 self.deferred = True
             else:
                 spool._put_record(line, sync=False)

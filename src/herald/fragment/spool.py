@@ -313,16 +313,24 @@ class Spool(SpoolPrecommits):
         """
         at = self._commits_pos if at is None else at
         if at + len(line) > self._commits_allocated:
-            step = min(max(self._commits_allocated, COMMITS_FIRST_PREALLOC_BYTES), COMMITS_PREALLOC_BYTES)
-            grow = max(step, len(line))
-            # Zeros written, not fallocate'd: an unwritten extent turns written at the
-            # line's fdatasync, which journals metadata like a size change would.
-            pwrite_all(self._commits_fd, [bytes(grow)], self._commits_allocated)
-            self._commits_allocated += grow
-            os.fsync(self._commits_fd)
+            self._grow_commits(len(line))
         pwrite_all(self._commits_fd, [line], at)
         if sync:
             os.fdatasync(self._commits_fd)
+
+    def _grow_commits(self, line_bytes: int, durable: bool = True) -> None:
+        """Preallocate the commits file a step further, for a ``line_bytes`` line at least
+        (descriptors held). ``durable``: fsync'd, size included, so the lines' own
+        fdatasyncs need not journal it; lines the commit log holds need no sync until
+        its checkpoint syncs the file (`herald.fragment.rounds`): no round waits."""
+        step = min(max(self._commits_allocated, COMMITS_FIRST_PREALLOC_BYTES), COMMITS_PREALLOC_BYTES)
+        grow = max(step, line_bytes)
+        # Zeros written, not fallocate'd: an unwritten extent turns written at the
+        # line's fdatasync, which journals metadata like a size change would.
+        pwrite_all(self._commits_fd, [bytes(grow)], self._commits_allocated)
+        self._commits_allocated += grow
+        if durable:
+            os.fsync(self._commits_fd)
 
     def _erase_record(self, length: int) -> None:
         """Zero a commit line whose group failed: the next line is written over it,
