@@ -70,11 +70,11 @@ def _pin(writes: Sequence[GroupWrite]) -> list[GroupWrite]:
     the others keep their error for `finish`): under one hold of the pool's lock
     where every spool's files exist, in one pool (at 16 journals a lock round trip
     per group cost more than the pins themselves)."""
-    pool = writes[0].spool._pool if writes else None
-    if not all(write.spool._created and write.spool._pool is pool for write in writes):
+    if not writes or not all(write.spool._created and write.spool._pool is writes[0].spool._pool
+                             for write in writes):
         return [write for write in writes if write.pin()]
     pinned = []
-    for write, error in zip(writes, pool.pin_many([write.spool for write in writes])):  # type: ignore[union-attr]
+    for write, error in zip(writes, writes[0].spool._pool.pin_many([write.spool for write in writes])):
         if error is None:
             write._pinned = True
             pinned.append(write)
