@@ -363,10 +363,10 @@ class Spool(SpoolPrecommits):
         """The committed fragment, as readers and the index see it: built once per
         commit (a frozen dataclass costs some 3 us to make, and a round of many
         journals asks for one per group, on the loop)."""
-        fragment = self._fragment
-        if fragment is None or fragment.end != self.end:
-            sha1_hex = self._sha1_of_committed() if self.end > self.begin else "0" * 40
-            fragment = self._fragment = Fragment(journal=self.journal, begin=self.begin, end=self.end,
+        fragment, end = self._fragment, self.end  # the end first: `_advance` moves it last
+        if fragment is None or fragment.end != end:
+            sha1_hex = self._sha1_of_committed() if end > self.begin else "0" * 40
+            fragment = self._fragment = Fragment(journal=self.journal, begin=self.begin, end=end,
                                                  sum=sha1_hex, codec=self.codec)
         return fragment
 
