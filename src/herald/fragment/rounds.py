@@ -159,8 +159,8 @@ def _writes_beside(writes: Sequence[GroupWrite]) -> bool:
 
 
 def _write_placed(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None:
-    """During the log's fdatasync (`_write_then_log`), what would otherwise wait for
-    it, on the round's critical path: the data of a round's groups placed by
+    """While the log's records go to disk (`CommitLog.append`), what would otherwise
+    wait for their sync, on the round's critical path: the data of a round's groups placed by
     `GroupWrite.place_data`, written to their spools; each spool's fragment as it
     will be once committed, and its journal's answers (`GroupWrite.answer_ahead`),
     built (the loop would build them as it answers); the spool's descriptors
