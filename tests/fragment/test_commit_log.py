@@ -491,3 +491,53 @@ def test_a_streamed_group_in_a_logged_round_commits_its_own_sha1s(data_dir):
     _open(root, opened)  # replays what the log holds (the deferred lines among it)
     (found,), _ = recover_spools(streamed.directory, streamed.journal, CompressionCodec.NONE)
     assert found.path.read_bytes() == b"first\n" + body  # the streamed append survives recovery
+
+
+def test_a_logged_round_of_small_groups_builds_fragments_and_answers_while_it_syncs(data_dir):
+    """A round whose spool copies are written during the log's fdatasync also builds,
+    then, each spool's fragment as it is once committed and what its journal asked
+    for (`GroupWrite.answer_ahead`): the very fragment the spool then serves, with
+    the SHA1 of its bytes. A larger group, written before the sync, builds nothing
+    ahead, and its spool's fragment is built as asked."""
+    root, opened = data_dir
+    log = _open(root, opened)
+    spools = _spools(log, 3)
+    for round_number, bodies in enumerate([[b"one\n", b"two\n"], [b"three\n"], [b"L" * (200 << 10)]]):
+        writes = [GroupWrite(s, bodies, LabelSet(), 1.0) for s in spools]
+        for write in writes:
+            write.answer_ahead = lambda w: (w.next_fragment, list(w.sums))
+        outcomes = write_round(writes)
+        ahead = round_number < 2  # the last round's group is not small (`PARALLEL_HASH_BYTES`)
+        for spool, write, sums in zip(spools, writes, outcomes):
+            content = spool.path.read_bytes()[:spool.end]
+            fragment = spool.fragment()
+            assert (fragment.begin, fragment.end) == (0, spool.end)
+            assert fragment.sum == hashlib.sha1(content).hexdigest()
+            assert spool.fragment() is fragment  # built once per commit
+            if ahead:
+                assert write.answers == (fragment, sums) and write.answers[0] is fragment
+            else:
+                assert write.answers is None and write.next_fragment is None
+
+
+def test_logged_lines_are_left_to_the_log_even_where_their_commits_file_grows(data_dir):
+    """A logged round's commit lines all go to the log, the ones that need their
+    commits file preallocated further too (grown in the page cache, with no sync on
+    the round), and a power cut before any checkpoint loses none: replay writes
+    them past the growth that never reached the disk [I-FRAG-2]."""
+    root, opened = data_dir
+    log = _open(root, opened)
+    spools = _spools(log, 2)
+    bodies = [b"%03d\n" % i for i in range(80)]  # ~80 lines of ~80 B: past the first 4 KiB
+    for body in bodies:
+        writes = [GroupWrite(s, [body], LabelSet(), 1.0) for s in spools]
+        assert write_round(writes) == [[hashlib.sha1(body).hexdigest()]] * len(spools)
+        assert all(write.deferred for write in writes)
+    assert all(s._commits_allocated > 4096 for s in spools)
+    for spool in spools:
+        _forget_unsynced(spool)
+    log.close()
+    _open(root, opened)  # replays, then the spools recover
+    for spool in spools:
+        (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
+        assert found.path.read_bytes() == b"".join(bodies)

@@ -133,3 +133,22 @@ def test_out_of_descriptors_answers_resource_exhausted_and_the_spool_recovers(tm
     del descriptors_nearly_exhausted[:8]
     spool.append_group([b"accepted\n"], LabelSet(), 0.0)
     assert _recovered_content(spool) == b"accepted\n"
+
+
+def test_pin_many_pins_each_holder_that_opens_and_names_the_error_of_each_that_does_not(tmp_path):
+    """A sync round pins every group's spool under one hold of the lock: each pin
+    counts as `pin`'s would (nothing pinned is closed to stay within the budget),
+    and a spool whose files are gone fails alone."""
+    pool = DescriptorPool(budget_fds=4)
+    spools = [_spool(tmp_path, f"s{i}", pool) for i in range(3)]
+    for spool in spools:
+        spool.append_group([b"x\n"], LabelSet(), 1.0)
+    pool.shed_idle()
+    spools[1].path.unlink()
+    errors = pool.pin_many(spools)
+    assert errors[0] is None and errors[2] is None and isinstance(errors[1], FileNotFoundError)
+    assert pool.statistics()["pinned_holders"] == 2 and pool.statistics()["open_fds"] == 4
+    spools[0].append_group([b"y\n"], LabelSet(), 1.0)  # a pinned spool writes as usual
+    pool.unpin_many([spools[0], spools[2]])
+    assert pool.statistics()["pinned_holders"] == 0
+    assert _recovered_content(spools[0]) == b"x\ny\n"

@@ -31,6 +31,7 @@ from herald.broker.group import (
     Pending,
     as_herald_error,
     check_registers,
+    commits_ahead,
     fail_group,
 )
 from herald.broker.metrics import count_group
@@ -40,6 +41,7 @@ from herald.fragment.rounds import GroupWrite
 from herald.fragment.spool import Spool
 from herald.fragment.spool_stream import SpoolStream
 from herald.protocol.errors import HeraldError, Status
+from herald.protocol.fragment import Fragment
 from herald.protocol.labels import LabelSet
 
 if TYPE_CHECKING:
@@ -109,16 +111,21 @@ class AppendTask:
             return None
         mark, begin = spool.mark(), spool.end
         write = GroupWrite(spool, contents, registers, now)
-        return write, functools.partial(self._round_ended, accepted, contents, begin, mark, taken)
+        write.answer_ahead = functools.partial(commits_ahead, accepted, begin)
+        return write, functools.partial(self._round_ended, accepted, write, begin, mark, taken)
 
-    def _round_ended(self, accepted: list[tuple[Pending, LabelSet]], contents: list[bytes], begin: int,
+    def _round_ended(self, accepted: list[tuple[Pending, LabelSet]], write: GroupWrite, begin: int,
                      mark: object, taken: int, outcome: list[str] | BaseException) -> None:
         """A group `_take_for_round` gave ended its round: answer it, as `_commit_group`."""
         try:
             if isinstance(outcome, BaseException):
                 self._group_failed(accepted, mark, outcome)
+            elif (commits := write.answers) is not None:  # built while the log synced (`commits_ahead`)
+                self._show(commits[0].fragment, len(accepted), write.size)
+                for (pending, _), commit in zip(accepted, commits):
+                    pending.future.set_result(commit)
             else:
-                self._published(accepted, contents, outcome, begin)
+                self._published(accepted, write.contents, outcome, begin)
         finally:
             self._round_done(taken)
 
@@ -276,15 +283,18 @@ class AppendTask:
         """`_published` for appends known by their sizes (a streamed body is not kept)."""
         spool = self._spool
         assert spool is not None
-        fragment = spool.fragment()
-        self.index.add_local(fragment, spool.path)
-        self.wake_readers()
-        size = sum(sizes)
-        count_group(self.spec.name, len(accepted), size)
+        self._show(fragment := spool.fragment(), len(accepted), sum(sizes))
         for (pending, regs), length, sha in zip(accepted, sizes, sums):
             end = begin + length
             pending.future.set_result(AppendCommit(begin, end, sha, regs, spool.end, fragment))
             begin = end
+
+    def _show(self, fragment: Fragment, appends: int, size: int) -> None:
+        """Readers see a group of ``appends`` committed up to ``fragment``'s end; metrics count it."""
+        assert self._spool is not None
+        self.index.add_local(fragment, self._spool.path)
+        self.wake_readers()
+        count_group(self.spec.name, appends, size)
 
     async def _write_durably(self, spool: Spool, contents: list[bytes], registers: LabelSet) -> list[str]:
         """Write a group and its commit record, synced together in the broker-wide

@@ -13,14 +13,18 @@ import asyncio
 import errno
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from herald.fragment.fdpool import DescriptorsExhaustedError, is_out_of_descriptors
 from herald.protocol.errors import HeraldError, RegisterMismatchError, Status
 from herald.protocol.fragment import Fragment
 from herald.protocol.labels import LabelSelector, LabelSet
 
+if TYPE_CHECKING:
+    from herald.fragment.rounds import GroupWrite
+
 __all__ = ["MAX_GROUP_BYTES", "AppendCommit", "CalledAnswer", "Pending", "as_herald_error", "check_registers",
-           "fail_group"]
+           "commits_ahead", "fail_group"]
 
 MAX_GROUP_BYTES = 64 << 20
 
@@ -125,3 +129,18 @@ def check_registers(group: list[Pending], registers: LabelSet):
         accepted.append((pending, registers))
         contents.append(pending.content)
     return accepted, contents, registers
+
+
+def commits_ahead(accepted: list[tuple[Pending, LabelSet]], begin: int, write: GroupWrite) -> list[AppendCommit]:
+    """What each accepted append of ``write``'s group (its bytes from ``begin``) will
+    learn once the group commits: built on the sync round's thread while the commit
+    log syncs (`GroupWrite.answer_ahead`), so the loop only hands the commits out,
+    once durable [I-APPEND-3]. Needs the spool's fragment built ahead too."""
+    fragment = write.next_fragment
+    assert fragment is not None
+    commits, head = [], fragment.end
+    for (_, registers), content, sha in zip(accepted, write.contents, write.sums):
+        end = begin + len(content)
+        commits.append(AppendCommit(begin, end, sha, registers, head, fragment))
+        begin = end
+    return commits

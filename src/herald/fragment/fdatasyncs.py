@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
 
 from herald.helper_threads import HelperThreads
 
-__all__ = ["MAX_THREADS", "SYNCS", "PendingSync", "SyncAverage", "SyncHelpers", "fdatasync_beside"]
+__all__ = ["MAX_THREADS", "SYNCS", "PendingSync", "SyncAverage", "SyncHelpers"]
 
 MAX_THREADS = 32
 #: fdatasyncs that average more than this are on a contended disk (`SyncAverage.slow`)
@@ -80,19 +79,6 @@ class SyncHelpers(HelperThreads[tuple[int, PendingSync]]):
 
 
 SYNCS = SyncHelpers()
-
-
-def fdatasync_beside(fd: int, meanwhile: Callable[[], object]) -> None:
-    """fdatasync ``fd`` on a helper thread while ``meanwhile()`` runs on this one, so
-    work that need not be durable yet (a logged round's spool copies) hides in the
-    sync's wait; raises what either raised, once the sync is done."""
-    sync = SYNCS.fdatasync(fd)
-    try:
-        meanwhile()
-    finally:
-        failed = sync.exception()
-    if failed is not None:
-        raise failed
 
 
 class SyncAverage:

@@ -10,8 +10,7 @@ small pool: on ext4, concurrent fdatasyncs share the journal commit and the devi
 flush they each need. In a broker, a round of several groups (or of one small
 group) instead writes one record per group to the broker-wide commit log and
 fdatasyncs only that (`herald.fragment.commit_log`); the records carry small groups'
-bytes, so their spools' copies are written while that sync runs (`_write_then_log`;
-a lone group's before it: `_writes_beside`).
+bytes, so their spools' copies are written while that sync runs (`_write_then_log`).
 
     outcomes = write_round([GroupWrite(spool, bodies, registers, time.time()), ...])
 
@@ -22,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from herald.fragment.commit_log import INLINE_BYTES, CommitLog
 from herald.fragment.commit_log_records import frame
@@ -34,6 +33,7 @@ from herald.protocol.labels import LabelSet
 
 if TYPE_CHECKING:
     from herald.fragment.spool import Spool
+    from herald.protocol.fragment import Fragment
 
 __all__ = ["GroupWrite", "logged_to", "round_syncs", "uses_syncfs", "write_round"]
 
@@ -49,7 +49,7 @@ LOG_MIN_GROUPS = 2
 def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | HeraldError]:
     """Make every group of a round durable together; each one's body SHA1s, or the
     error that failed it (and only it). Blocking: run it in an executor."""
-    pinned = [write for write in writes if write.pin()]
+    pinned = _pin(writes)
     try:
         if (commit_log := logged_to(writes)) is not None:
             _write_then_log(writes, commit_log)
@@ -62,8 +62,36 @@ def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | Hera
                 write.step(functools.partial(write.write_record, sync_here=write is writes[-1]))
         return [_outcome(write) for write in writes]
     finally:
-        for write in pinned:
-            write.unpin()
+        _unpin(pinned)
+
+
+def _pin(writes: Sequence[GroupWrite]) -> list[GroupWrite]:
+    """The writes whose spools' descriptors are now held for the round (`GroupWrite.pin`;
+    the others keep their error for `finish`): under one hold of the pool's lock
+    where every spool's files exist, in one pool (at 16 journals a lock round trip
+    per group cost more than the pins themselves)."""
+    if not writes or not all(write.spool._created and write.spool._pool is writes[0].spool._pool
+                             for write in writes):
+        return [write for write in writes if write.pin()]
+    pinned = []
+    for write, error in zip(writes, writes[0].spool._pool.pin_many([write.spool for write in writes])):
+        if error is None:
+            write._pinned = True
+            pinned.append(write)
+        else:
+            write.error = error
+    return pinned
+
+
+def _unpin(writes: Sequence[GroupWrite]) -> None:
+    """`GroupWrite.unpin` for each of ``writes`` still pinned, as `_pin` pinned them."""
+    held = [write for write in writes if write._pinned]
+    if held and all(write.spool._pool is held[0].spool._pool for write in held):
+        for write in held:
+            write._pinned = False
+        held[0].spool._pool.unpin_many([write.spool for write in held])
+    for write in held:
+        write.unpin()  # those of other pools (idempotent)
 
 
 def logged_to(writes: Sequence[GroupWrite]) -> CommitLog | None:
@@ -120,24 +148,36 @@ def _write_then_log(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None
             frames.append(parts)
             written.append(write)
     if written:
-        _log_written(written, frames, commit_log, functools.partial(_write_placed, written) if beside else None)
+        _log_written(written, frames, commit_log, functools.partial(_write_placed, written, commit_log)
+                     if beside else None)
 
 
 def _writes_beside(writes: Sequence[GroupWrite]) -> bool:
-    """Whether a logged round's data may go to the spools during the log's sync: two
-    groups or more, every one small enough to be hashed here and copied into its
-    record, and holding its bytes (a streamed body, `herald.fragment.spool_stream`,
-    is already written). A lone group's one small pwritev costs less than handing
-    the sync to a helper thread (a wake-up each way and GIL hand-offs); a lone
-    group is logged only while the disk is quick (`CommitLog.takes_lone`)."""
-    return len(writes) > 1 and all(write.size < PARALLEL_HASH_BYTES and write.HOLDS_BYTES for write in writes)
+    """Whether a logged round's data may go to the spools during the log's sync:
+    every group small enough to be hashed here and copied into its record, and
+    holding its bytes (a streamed body, `herald.fragment.spool_stream`, is already
+    written). A lone group too: its spool copy and answers are built while the
+    record's write-back runs (`CommitLog.append`), on this thread, no hand-off."""
+    return all(write.size < PARALLEL_HASH_BYTES and write.HOLDS_BYTES for write in writes)
 
 
-def _write_placed(writes: Sequence[GroupWrite]) -> None:
-    """The data of a round's groups placed by `GroupWrite.place_data`, written to
-    their spools (during the log's fdatasync: `_write_then_log`). Raises OSError."""
+def _write_placed(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None:
+    """While the log's records go to disk (`CommitLog.append`), what would otherwise
+    wait for their sync, on the round's critical path: the data of a round's groups placed by
+    `GroupWrite.place_data`, written to their spools; each spool's fragment as it
+    will be once committed, and its journal's answers (`GroupWrite.answer_ahead`),
+    built (the loop would build them as it answers); the spool's descriptors
+    released where no line of the group is in its commits file (nothing there to
+    erase should the round fail); the write-back of the chunks completed started
+    (bytes past a committed end, should it fail, are cut at recovery [I-FRAG-2]).
+    Raises OSError."""
     for write in writes:
         write.write_placed()
+        write.next_fragment = write.spool.fragment_after(write._fragment_sum)
+        if write.answer_ahead is not None:
+            write.answers = write.answer_ahead(write)
+        write.start_writeback(commit_log)
+    _unpin([write for write in writes if write.deferred])
 
 
 def _log_written(written: list[GroupWrite], frames: list[list[bytes]], commit_log: CommitLog,
@@ -155,8 +195,9 @@ def _log_written(written: list[GroupWrite], frames: list[list[bytes]], commit_lo
         for write in written:
             write.error = err
         return
-    for write in written:
-        write.start_writeback(commit_log)
+    if meanwhile is None:  # else started by it (`_write_placed`)
+        for write in written:
+            write.start_writeback(commit_log)
 
 
 def _in_place_sync_failure(writes: Sequence[GroupWrite]) -> OSError | None:
@@ -227,6 +268,12 @@ class GroupWrite:
         self._data_at = self._line_at = 0
         self.deferred = False  # its commit line left to the commit log (write_logged)
         self._placed: Sequence[bytes] = ()  # bodies and padding placed, not yet written (place_data)
+        self.next_fragment: Fragment | None = None  # the spool's once committed, if built ahead
+        self._pinned = False  # its spool's descriptors held (`pin`)
+        #: What builds the group's answers ahead, given this write once sealed, while
+        #: the log syncs (set by its journal); ``answers``: what it built, if it ran.
+        self.answer_ahead: Callable[[GroupWrite], Any] | None = None
+        self.answers: Any = None
 
     def step(self, action: Callable[[], object]) -> None:
         """Run one step unless an earlier one failed; a failure is kept for `finish`."""
@@ -245,16 +292,21 @@ class GroupWrite:
         except (OSError, HeraldError) as err:
             self.error = err
             return False
+        self._pinned = True
         return True
 
     def unpin(self) -> None:
-        self.spool.unpin()
+        """Release what `pin` held, if it still does (idempotent: a logged round lets
+        a group go during its sync, `_write_placed`)."""
+        if self._pinned:
+            self._pinned = False
+            self.spool.unpin()
 
     def write_logged(self, commit_log: CommitLog, defer: bool, beside: bool = False) -> list[bytes] | None:
         """Steps 1 and 2 for a logged round (no sync but a large group's data sync),
         then this group's log record; None after a failure (kept for `finish`).
-        ``defer``: the commit line is left to the log (`CommitLog.defer`) unless it
-        needs the commits file to grow first. ``beside``: the data is only placed
+        ``defer``: the commit line is left to the log (`CommitLog.defer`), its commits
+        file grown (not synced) first if it must. ``beside``: the data is only placed
         (`place_data`), written later by `write_placed`."""
         try:
             inline = self.size < INLINE_BYTES
@@ -266,7 +318,9 @@ class GroupWrite:
             self.seal()
             line = self._line
             self._line_at = line_at = spool._commits_pos
-            if defer and line_at + len(line) <= spool._commits_allocated:
+            if defer:  # the log holds the line durably: its file grows with no sync of its own
+                if line_at + len(line) > spool._commits_allocated:
+                    spool._grow_commits(len(line), durable=False)
                 self.deferred = True
             else:
                 spool._put_record(line, sync=False)
@@ -321,6 +375,11 @@ class GroupWrite:
         if not self.deferred:  # a deferred line's write-back starts once written
             commit_log.start_writeback(self.spool.commits_path, self._line_at, len(self._line))
 
+    @property
+    def sums(self) -> list[str]:
+        """Each body's SHA1, once sealed."""
+        return self._sums
+
     def seal(self) -> None:
         """Hash the group's bodies and build its commit line (carrying the fragment's
         SHA1 after them): the one step every kind of round shares, so a group whose
@@ -337,7 +396,8 @@ class GroupWrite:
             if (failed := sync.exception()) is not None and error is None:
                 error = failed
         if error is not None:
-            self.spool._erase_record(len(self._line))
+            if not self.deferred:  # a deferred line was never written (and its descriptors may be let go)
+                self.spool._erase_record(len(self._line))
             raise error
-        self.spool._advance(len(self._line), self.registers, self._first, self._fragment_sum)
+        self.spool._advance(len(self._line), self.registers, self._first, self._fragment_sum, self.next_fragment)
         return self._sums

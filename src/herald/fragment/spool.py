@@ -90,6 +90,7 @@ class Spool(SpoolPrecommits):
         self._sha1 = new_sha1()  # paired with each body's where built (spool_sums)
         self._hashing: GroupSums | None = None  # a large group's SHA1s, under way
         self._committed_sum = EMPTY_SHA1  # the running SHA1 as of ``end``
+        self._fragment: Fragment | None = None  # `fragment()` as of ``end``, once built
         self.path = directory / f"{begin:016x}{SPOOL_SUFFIX}"
         self.commits_path = directory / f"{begin:016x}{COMMITS_SUFFIX}"
         # Files are created at the first write, descriptors opened through the pool
@@ -312,16 +313,24 @@ class Spool(SpoolPrecommits):
         """
         at = self._commits_pos if at is None else at
         if at + len(line) > self._commits_allocated:
-            step = min(max(self._commits_allocated, COMMITS_FIRST_PREALLOC_BYTES), COMMITS_PREALLOC_BYTES)
-            grow = max(step, len(line))
-            # Zeros written, not fallocate'd: an unwritten extent turns written at the
-            # line's fdatasync, which journals metadata like a size change would.
-            pwrite_all(self._commits_fd, [bytes(grow)], self._commits_allocated)
-            self._commits_allocated += grow
-            os.fsync(self._commits_fd)
+            self._grow_commits(len(line))
         pwrite_all(self._commits_fd, [line], at)
         if sync:
             os.fdatasync(self._commits_fd)
+
+    def _grow_commits(self, line_bytes: int, durable: bool = True) -> None:
+        """Preallocate the commits file a step further, for a ``line_bytes`` line at least
+        (descriptors held). ``durable``: fsync'd, size included, so the lines' own
+        fdatasyncs need not journal it; lines the commit log holds need no sync until
+        its checkpoint syncs the file (`herald.fragment.rounds`): no round waits."""
+        step = min(max(self._commits_allocated, COMMITS_FIRST_PREALLOC_BYTES), COMMITS_PREALLOC_BYTES)
+        grow = max(step, line_bytes)
+        # Zeros written, not fallocate'd: an unwritten extent turns written at the
+        # line's fdatasync, which journals metadata like a size change would.
+        pwrite_all(self._commits_fd, [bytes(grow)], self._commits_allocated)
+        self._commits_allocated += grow
+        if durable:
+            os.fsync(self._commits_fd)
 
     def _erase_record(self, length: int) -> None:
         """Zero a commit line whose group failed: the next line is written over it,
@@ -332,9 +341,11 @@ class Spool(SpoolPrecommits):
                 os.pwrite(self._commits_fd, bytes(length), self._commits_pos)
 
     def _advance(self, line_bytes: int, registers: LabelSet, first_append_unix: float | None,
-                 fragment_sum: str) -> None:
-        """The pending bytes are committed: move the write head past them."""
+                 fragment_sum: str, fragment: Fragment | None = None) -> None:
+        """The pending bytes are committed: move the write head past them.
+        ``fragment``: `fragment()` as it is now, if built ahead (`fragment_after`)."""
         self._committed_sum = fragment_sum
+        self._fragment = fragment
         self._commits_pos += line_bytes
         self.end += self._delta
         self.registers = registers
@@ -349,9 +360,21 @@ class Spool(SpoolPrecommits):
         return self._sha1.hexdigest()
 
     def fragment(self) -> Fragment:
-        """The committed fragment, as readers and the index see it."""
-        sha1_hex = self._sha1_of_committed() if self.end > self.begin else "0" * 40
-        return Fragment(journal=self.journal, begin=self.begin, end=self.end, sum=sha1_hex,
+        """The committed fragment, as readers and the index see it: built once per
+        commit (a frozen dataclass costs some 3 us to make, and a round of many
+        journals asks for one per group, on the loop)."""
+        fragment, end = self._fragment, self.end  # the end first: `_advance` moves it last
+        if fragment is None or fragment.end != end:
+            sha1_hex = self._sha1_of_committed() if end > self.begin else "0" * 40
+            fragment = self._fragment = Fragment(journal=self.journal, begin=self.begin, end=end,
+                                                 sum=sha1_hex, codec=self.codec)
+        return fragment
+
+    def fragment_after(self, fragment_sum: str) -> Fragment:
+        """`fragment()` as it will be once the pending bytes commit with the running
+        SHA1 ``fragment_sum``: built ahead by a sync round while its log syncs
+        (`herald.fragment.rounds`), then handed to `_advance`."""
+        return Fragment(journal=self.journal, begin=self.begin, end=self.end + self._delta, sum=fragment_sum,
                         codec=self.codec)
 
     def _sha1_of_committed(self) -> str:
