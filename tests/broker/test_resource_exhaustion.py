@@ -3,24 +3,18 @@ it is written, later requests succeed once the resource is back, and the broker
 restarts (issue 19 §1, [I-APPEND-2], [I-RESTART-1]).
 
 Real broker processes: descriptors run out under a small ``ulimit -n`` held full by
-idle client connections; the disk is a 2 MiB tmpfs (mounting needs root: the test
-is skipped, saying why, where the mount is refused).
+idle client connections; the disk is a 2 MiB tmpfs (`herald.testing.small_disk`).
 """
 
 from __future__ import annotations
-
-import errno
-import os
-import subprocess
-from pathlib import Path
 
 import httpx
 import pytest
 
 from herald.testing import BrokerProcess, apply_specs, journal_spec, wait_until
+from herald.testing.small_disk import fill_disk
 
 OPEN_FILES_LIMIT = 64
-TMPFS_BYTES = 2 << 20
 
 
 def _assert_exhausted(resp: httpx.Response, words: str) -> None:
@@ -66,32 +60,6 @@ def test_append_out_of_descriptors_answers_503_writes_nothing_and_restart_works(
         assert http.put(f"/{name}", content=b"second\n").headers["X-Commit-Begin"] == str(len(b"first\n"))
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 2 MiB tmpfs, unmounted at the end; skipped where mounting is refused."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES}", "tmpfs", str(mount_point)],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs to fill (needs root): {result.stderr.strip()}")
-    yield mount_point
-    subprocess.run(["umount", "-l", str(mount_point)], check=True)
-
-
-def _fill(disk: Path) -> Path:
-    """Write a ballast file until the disk is full; returns it."""
-    ballast = disk / "ballast"
-    with open(ballast, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * (64 << 10))
-                f.flush()
-        except OSError as err:
-            assert err.errno == errno.ENOSPC, err
-    return ballast
-
-
 def test_append_on_a_full_disk_answers_503_writes_nothing_and_restart_works(small_disk, tmp_path):
     name = "exhaust/disk"
     broker = BrokerProcess(small_disk / "data", tmp_path / "fragments").start()
@@ -99,10 +67,9 @@ def test_append_on_a_full_disk_answers_503_writes_nothing_and_restart_works(smal
         apply_specs(broker.url, journal_spec(name))
         with broker.client() as http:
             http.put(f"/{name}", content=b"before\n").raise_for_status()  # the spool's files exist
-            ballast = _fill(small_disk)
             # Room for part of the next append only: its write comes up short, then fails.
             # (1 MiB: past the zeros the first append grew the spool by, DATA_PAD_BYTES.)
-            os.truncate(ballast, ballast.stat().st_size - (64 << 10))
+            ballast = fill_disk(small_disk, leave=64 << 10)
             _assert_exhausted(http.put(f"/{name}", content=b"x" * (1 << 20)), "out of disk space")
             assert http.get(f"/{name}").content == b"before\n"
 
@@ -128,8 +95,7 @@ def test_an_append_that_fits_is_taken_though_its_zero_padding_does_not(small_dis
         with broker.client() as http:
             first = b"a" * (300 << 10)  # a large group: written without padding
             http.put(f"/{name}", content=first).raise_for_status()
-            ballast = _fill(small_disk)
-            os.truncate(ballast, ballast.stat().st_size - (64 << 10))  # less room than the padding
+            fill_disk(small_disk, leave=64 << 10)  # less room than the padding
             assert http.put(f"/{name}", content=b"small\n").status_code == 204
             assert http.get(f"/{name}").content == first + b"small\n"
     finally:

@@ -66,13 +66,7 @@ from pathlib import Path
 
 from herald.durable import fsync_directory, make_durable_dirs
 from herald.fragment.commit_log_lines import DeferredLines
-from herald.fragment.commit_log_worker import (
-    LogWorker,
-    checkpoint,
-    write_back_file,
-    write_zeros,
-    zeroed_file,
-)
+from herald.fragment.commit_log_worker import LogWorker, checkpoint, room_for, write_back_file, write_zeros, zeroed_file
 from herald.fragment.fdatasyncs import SyncAverage
 from herald.fragment.whole_writes import pwrite_all
 from herald.fragment.writeback import chunks_completed, write_back_range
@@ -331,10 +325,10 @@ class CommitLog:
     def _make_spare(self, seq: int) -> None:
         """On the helper thread: segment ``seq`` made whole (zeros, size, name durable)
         under a name replay ignores until then; dropped if the log moved on or closed."""
-        spare = self.directory / f"{seq:016x}{SPARE_SUFFIX}"
+        spare, size = self.directory / f"{seq:016x}{SPARE_SUFFIX}", self.segment_bytes + _grow_step(self.segment_bytes)
         try:
-            if not self.closed:
-                zeroed_file(spare, self.segment_bytes + _grow_step(self.segment_bytes), GROW_PIECE_BYTES)
+            if not self.closed and room_for(self.directory, size):  # else: grown in place, as needed
+                zeroed_file(spare, size, GROW_PIECE_BYTES)
                 with self._segment_lock:
                     if self._seq < seq and not self.closed:
                         os.rename(spare, self._segment_path(seq))
@@ -359,6 +353,9 @@ class CommitLog:
         """On the helper thread: segment ``seq``'s next step, unless sealed meanwhile."""
         retry_at = 0.0
         try:
+            if not room_for(self.directory, _grow_step(self._allocated)):
+                retry_at = time.monotonic() + 1.0  # a nearly full disk: what is left is the appends'
+                return
             with self._segment_lock:
                 if self._seq == seq and self._fd >= 0:
                     self._grow(self._allocated + 1)

@@ -23,6 +23,7 @@ Blocking; jobs report their own errors (a failed job never stops the thread).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -35,7 +36,8 @@ from herald.fragment.syncfs import syncfs, syncs_whole_file_system
 from herald.fragment.whole_writes import pwrite_all
 from herald.fragment.writeback import WRITEBACK_BYTES, chunks_completed, write_back_range, written_back
 
-__all__ = ["LogWorker", "checkpoint", "syncfs_of", "write_back_file", "write_lines", "write_zeros", "zeroed_file"]
+__all__ = ["LogWorker", "checkpoint", "syncfs_of", "write_back_file", "room_for", "write_lines", "write_zeros",
+           "zeroed_file"]
 
 log = logging.getLogger(__name__)
 
@@ -194,11 +196,29 @@ def zeroed_file(path: Path, size: int, piece: int) -> None:
 
 
 def write_zeros(fd: int, lo: int, hi: int, piece: int) -> None:
-    """Zeros over ``[lo, hi)`` of ``fd``, in pieces of ``piece`` bytes, each waited
-    for (`written_back`): the disk never holds a long burst of them in front of
-    other files' fdatasyncs. Not durable (the caller syncs). Raises OSError."""
+    """Zeros over ``[lo, hi)`` of ``fd`` (whose end is ``lo``), in pieces of ``piece``
+    bytes, each waited for (`written_back`): the disk never holds a long burst of
+    them in front of other files' fdatasyncs. Not durable (the caller syncs).
+    Raises OSError, the file cut back to ``lo`` first: zeros written before a full
+    disk stopped them would otherwise hold its last bytes from the appends."""
     zeros = memoryview(bytes(min(piece, hi - lo)))
-    for at in range(lo, hi, piece):
-        n = min(piece, hi - at)
-        pwrite_all(fd, [zeros[:n]], at)
-        written_back(fd, at, at + n)
+    try:
+        for at in range(lo, hi, piece):
+            n = min(piece, hi - at)
+            pwrite_all(fd, [zeros[:n]], at)
+            written_back(fd, at, at + n)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, lo)
+        raise
+
+
+def room_for(directory: Path, size: int) -> bool:
+    """Whether ``directory``'s file system has room for ``size`` bytes of zeros made
+    ahead of need, and as much again left for appends: speculative growth never
+    takes the last of a disk that the appends themselves still fit on."""
+    try:
+        stat = os.statvfs(directory)
+    except OSError:
+        return False
+    return stat.f_bavail * stat.f_frsize >= 2 * size

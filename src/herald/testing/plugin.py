@@ -9,6 +9,7 @@ import pytest
 from herald.testing.broker import BrokerProcess
 from herald.testing.powercut import PowerCut
 from herald.testing.s3 import moto_s3, seaweedfs, seaweedfs_factory  # noqa: F401 — S3 servers
+from herald.testing.small_disk import small_disk  # noqa: F401 — a 2 MiB tmpfs to fill
 from herald.testing.spark import spark  # noqa: F401 — session-wide Spark fixture
 from herald.testing.spark_cluster import spark_cluster  # noqa: F401 — standalone master + workers
 
