@@ -125,3 +125,15 @@ def test_max_keys_ages_out_the_oldest_keys_and_reports_the_shrunk_window(spark, 
     prom = (tmp_path / "ckpt" / "herald-dedupe" / "metrics.prom").read_text()
     assert "herald_dedupe_below_min_window 1" in prom
     assert audit(client, "prefix=events/", "prefix=deduped/").ok  # no retries: nothing may pass twice.
+
+
+def test_the_batch_time_is_current_timestamp_in_milliseconds_exactly(spark):
+    """The clamp's ``now`` goes through ``reflect`` (evaluated, not compiled into the
+    stage: `herald.pipelines.dedupe._batch_now_ms`); its value is still the batch's
+    ``unix_millis(current_timestamp())``, to the millisecond."""
+    from pyspark.sql import functions as F
+
+    from herald.pipelines.dedupe import _batch_now_ms
+
+    row = spark.range(3).select(_batch_now_ms().alias("now"), F.unix_millis(F.current_timestamp()).alias("want")).collect()
+    assert [r.now for r in row] == [r.want for r in row] and row[0].now > 1_700_000_000_000

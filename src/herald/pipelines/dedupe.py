@@ -66,6 +66,8 @@ PROGRESS_POLL_S = 1.0
 #: The source's columns the query reads (issue 15: the JVM's cost per row of a
 #: Python source grows with the columns it is sent).
 USED_COLUMNS = "journal string, begin long, timestamp timestamp, value binary"
+#: The micro-batch's time in milliseconds, one column computed once per row (`_batch_now_ms`).
+NOW_COLUMN = "__herald_now_ms"
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +163,9 @@ def dedupe_frame(spark: Any, s: DedupeSettings) -> Any:
     basis = arrival_ms
     if s.time_field:
         basis = F.coalesce(F.unix_millis(F.to_timestamp(field(s.time_field))), arrival_ms)
-    now = F.unix_millis(F.current_timestamp())
+    if s.skew_guard or s.max_keys:
+        src = src.select("*", _batch_now_ms().alias(NOW_COLUMN))
+    now = F.col(NOW_COLUMN)
     t_ms = F.least(F.greatest(basis, now - s.band_ms + 1), now) if s.skew_guard else basis
     if s.max_keys:  # The size bound's boost, re-read by every batch (control.py).
         control = spark.read.format(CONTROL_FORMAT).option("path", str(s.control_path)).load()
@@ -171,6 +175,22 @@ def dedupe_frame(spark: Any, s: DedupeSettings) -> Any:
     rows = src.select(key.alias("key"), F.col("value"), F.timestamp_millis(t_ms).alias("t"))
     return (rows.withWatermark("t", f"{s.delay_ms} milliseconds")
             .dropDuplicatesWithinWatermark(["key"]).select("key", "value"))
+
+
+def _batch_now_ms() -> Any:
+    """``unix_millis(current_timestamp())``: the micro-batch's time (fixed per batch,
+    the same on replay), passed through ``reflect`` so that Spark does not compile it
+    into the stage's code. Spark writes a long literal into the Java it generates,
+    and in a stream ``current_timestamp()`` is such a literal with a new value each
+    batch: the whole source stage (the Arrow rows in, the key, the clamp, the
+    shuffle's write) was a new class to compile and warm up in every micro-batch,
+    2 Janino compiles per available-now run (30-130 ms of compiling, then the
+    class runs cold), none with this. ``reflect`` is evaluated, not compiled
+    (CodegenFallback), and as it is nondeterministic Spark keeps it in a
+    projection of its own, once per row; its string round trip is exact."""
+    from pyspark.sql import functions as F
+
+    return F.reflect(F.lit("java.lang.String"), F.lit("valueOf"), F.unix_millis(F.current_timestamp())).cast("long")
 
 
 def start_dedupe(spark: Any, s: DedupeSettings) -> Any:

@@ -47,6 +47,7 @@ from herald.message.intents import AckIntent
 from herald.message.uuid import ACK_TXN, Clock, ProducerID, build_uuid
 from herald.protocol.errors import HeraldError, Status
 from herald.protocol.labels import LabelSet
+from herald.spark.kept import kept_client
 from herald.spark.options import HeraldOptions
 from herald.spark.state import atomic_write
 from herald.spark.worker_gc import freeze_imports
@@ -62,13 +63,12 @@ log = logging.getLogger(__name__)
 #: fail-over's leases and re-assignment are seconds) before the batch fails.
 COMMIT_DEADLINE_S = 60.0
 MAX_PARALLEL_ACKS = 16  # output journals whose ACKs are appended at once
-#: This process's pool for appends to every journal at once (`_on_every_journal`)
-#: and clients by broker settings (`worker_client`), with the pid that built them:
-#: PySpark reuses a worker — the commit runner, a write task's — for the next
-#: micro-batch, which then neither starts a thread nor opens a connection per
-#: output journal again (16 of each per commit with 16 journals).
+#: This process's pool for appends to every journal at once (`_on_every_journal`),
+#: with the pid that built it: PySpark reuses a worker — the commit runner, a write
+#: task's — for the next micro-batch, which then neither starts a thread nor opens
+#: a connection per output journal again (16 of each per commit with 16 journals;
+#: its client: `herald.spark.kept`).
 _pool: tuple[int, ThreadPoolExecutor] | None = None
-_clients: dict[tuple[object, ...], tuple[int, BrokerClient]] = {}
 
 
 @dataclass
@@ -206,34 +206,6 @@ class FencedError(HeraldError):
 
     def __init__(self, message: str) -> None:
         super().__init__(Status.REGISTER_MISMATCH, message, "fenceRegister")
-
-
-def worker_client(opts: HeraldOptions) -> BrokerClient:
-    """A client for ``opts``' brokers kept for this process's life (Spark's reused
-    workers: see `_clients`); `drop_worker_client` forgets it after a failure."""
-    key = (opts.brokers, opts.security)
-    held = _clients.get(key)
-    if held is None or held[0] != os.getpid():
-        held = _clients[key] = (os.getpid(), opts.client())
-    return held[1]
-
-
-@contextlib.contextmanager
-def kept_client(opts: HeraldOptions) -> Iterator[BrokerClient]:
-    """`worker_client` for a block that drops it (`drop_worker_client`) if it raises."""
-    try:
-        yield worker_client(opts)
-    except BaseException:
-        drop_worker_client(opts)
-        raise
-
-
-def drop_worker_client(opts: HeraldOptions) -> None:
-    """Close and forget the kept client: whatever failed a call (a broker gone,
-    say), the next one starts with a fresh choice of broker and connections."""
-    held = _clients.pop((opts.brokers, opts.security), None)
-    if held is not None and held[0] == os.getpid():
-        held[1].close()
 
 
 def commit_batch(opts: HeraldOptions, token: str, messages: Iterable[SinkCommit | None], batch_id: int,

@@ -19,9 +19,10 @@ import pyarrow as pa
 
 from herald.client import AppendService, JournalInfo, Publisher
 from herald.protocol.errors import ValidationError
+from herald.spark.kept import drop_worker_client, worker_client
 from herald.spark.options import HeraldOptions
 from herald.spark.publishing import publish_bulk
-from herald.spark.sink import SinkCommit, drop_worker_client, worker_client
+from herald.spark.sink import SinkCommit
 from herald.spark.worker_gc import freeze_imports
 
 __all__ = ["publish_rows", "task_seed"]

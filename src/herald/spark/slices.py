@@ -23,6 +23,7 @@ times. A packed task reads its slices one after another, each exactly as alone.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import os
 from collections.abc import Generator, Iterator
@@ -39,7 +40,7 @@ from herald.spark.options import HeraldOptions
 from herald.spark.projection import built_columns
 from herald.spark.reading import BlockScanner, committed_batches, decode_range, replayer, scan_range
 from herald.spark.rows import RowBuffer, columns_batch
-from herald.spark.state import Snapshot, SnapshotStore
+from herald.spark.state import BackgroundSaves, Snapshot, SnapshotStore
 
 __all__ = ["MIN_PART_BYTES", "StreamSlice", "cut_offsets", "default_parallelism", "pack_slices", "read_slice",
            "split_slice"]
@@ -154,30 +155,57 @@ def default_parallelism(opts: HeraldOptions) -> int:
     return opts.min_partitions or os.cpu_count() or 1
 
 
-def read_slice(s: StreamSlice) -> Iterator[pa.RecordBatch]:
+def read_slice(s: StreamSlice, client: BrokerClient | None = None,
+               saves: BackgroundSaves | None = None) -> Iterator[pa.RecordBatch]:
     """Read ``[s.start, s.end)`` (or one part of it) from the snapshot at
-    ``start``; the last part saves the one at ``end`` after its last row is
-    yielded (a task that dies earlier saves nothing, and its retry starts over
-    from the same snapshot)."""
+    ``start``; the last part saves the one at ``end`` (a task that dies earlier
+    may have saved it or not: either way its retry starts over from the snapshot
+    at ``start`` and writes the same one). ``client``: a read task's kept client
+    (`herald.spark.kept`; None: one of its own). Without ``saves`` the save runs
+    after the last row is yielded; with a task's `BackgroundSaves` it starts as
+    soon as the end state is known, before the last batch is yielded, and the
+    task awaits it before it ends."""
     store = SnapshotStore(s.opts.state_location)
+    held: pa.RecordBatch | None = None  # One batch behind: the last goes out after the save starts.
+    with s.opts.client() if client is None else contextlib.nullcontext(client) as reader:
+        batches = _slice_batches(s, store, reader)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration as done:
+                end_snapshot = done.value
+                break
+            if held is not None:
+                yield held
+            held = batch
+    if end_snapshot is not None and saves is not None:
+        saves.save(store, s.journal, s.end, end_snapshot)
+    if held is not None:
+        yield held
+    if end_snapshot is not None and saves is None:
+        store.save(s.journal, s.end, end_snapshot)
+
+
+def _slice_batches(s: StreamSlice, store: SnapshotStore,
+                   client: BrokerClient) -> Generator[pa.RecordBatch, None, Snapshot | None]:
+    """The slice's batches; returns the snapshot at ``end`` (None unless the last part)."""
     snap = store.load(s.journal, s.start) or Snapshot(s.start, Checkpoint({}))
     framing = framing_for(s.content_type, s.opts.uuid_field)
     resume = max(snap.resume, s.start)
     seq = Sequencer.from_checkpoint(snap.checkpoint, s.opts.ring_size)
     errors = s.opts.decode_errors(s.journal)
-    with s.opts.client() as client:
-        if s.emit_begin > resume:
-            assert isinstance(framing, NDJSONFraming), "only NDJSON slices are split"
-            resume, seq = _state_pass(s, client, framing, errors, seq, resume, s.emit_begin)
-        if isinstance(framing, NDJSONFraming):
-            last_end = yield from _scan_slice(s, client, framing, errors, seq, resume)
-        else:
-            last_end = yield from _decode_slice(s, client, framing, errors, seq, resume)
+    if s.emit_begin > resume:
+        assert isinstance(framing, NDJSONFraming), "only NDJSON slices are split"
+        resume, seq = _state_pass(s, client, framing, errors, seq, resume, s.emit_begin)
+    if isinstance(framing, NDJSONFraming):
+        last_end = yield from _scan_slice(s, client, framing, errors, seq, resume)
+    else:
+        last_end = yield from _decode_slice(s, client, framing, errors, seq, resume)
     if not s.is_last_part:
-        return
+        return None
     offsets, states = seq.checkpoint(PRUNE_HORIZON_CLOCK)
     resume = max(resume, s.end, last_end)  # Past a message straddling ``end``.
-    store.save(s.journal, s.end, Snapshot(resume, Checkpoint(offsets, tuple(states))))
+    return Snapshot(resume, Checkpoint(offsets, tuple(states)))
 
 
 def _state_pass(s: StreamSlice, client: BrokerClient, framing: NDJSONFraming, errors: DecodeErrors,

@@ -40,6 +40,7 @@ from herald.message.framing import NDJSONFraming, content_type_of
 from herald.spark.budget import row_budget_ends, sampler_of, share_bytes
 from herald.spark.cuts import OPEN_COST_BYTES, even_parts, part_chunks, split_bytes
 from herald.spark.datasource import HeraldDataSource, lean_http
+from herald.spark.kept import kept_client
 from herald.spark.offsets import (
     check_data_loss,
     clip_pieces,
@@ -72,7 +73,7 @@ from herald.spark.slices import (
     read_slice,
     split_slice,
 )
-from herald.spark.state import SnapshotStore
+from herald.spark.state import BackgroundSaves, SnapshotStore
 from herald.spark.worker_gc import freeze_imports
 
 __all__ = ["HeraldDataSource"]
@@ -350,13 +351,18 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: journal slices (one, or several small ones packed), each from and
-        to its sequencer snapshot."""
+        to its sequencer snapshot, through the worker's kept client; the snapshot
+        saves run beside the reading (`BackgroundSaves`)."""
         from herald.spark.keys import with_keys  # not at import: see the module docstring
 
         freeze_imports()
         lean_http()  # an executor's first task: httpcore without trio (herald.spark.datasource)
-        for part in partition.value:
-            yield from project(with_keys(read_slice(part), part.opts.key_field, part.opts.json_fields), part.opts)
+        saves = BackgroundSaves()
+        with kept_client(self.opts, "read") as client:  # the worker's, not one per slice (herald.spark.kept)
+            for part in partition.value:
+                yield from project(with_keys(read_slice(part, client, saves), part.opts.key_field,
+                                             part.opts.json_fields), part.opts)
+            saves.wait()  # the task ends only once every snapshot it saved is durable
 
     def commit(self, end: dict) -> None:
         """Driver (lags one batch): snapshots below a committed end are not needed
