@@ -9,7 +9,8 @@ import pytest
 
 from herald.broker.replica import ReplicaWrite
 from herald.fragment.fdpool import DescriptorPool
-from herald.fragment.rounds import GroupWrite, write_round
+from herald.fragment.group_write import GroupWrite
+from herald.fragment.rounds import write_round
 from herald.fragment.spool import Spool
 from herald.fragment.spool_recovery import recover_spools
 from herald.fragment.spool_sums import PARALLEL_HASH_BYTES

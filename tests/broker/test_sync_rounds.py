@@ -14,7 +14,8 @@ import threading
 from herald.broker.sync_rounds import RoundThread, SyncRounds
 from herald.fragment.commit_log import CommitLog
 from herald.fragment.fdpool import DescriptorPool
-from herald.fragment.rounds import GroupWrite, logged_to
+from herald.fragment.group_write import GroupWrite
+from herald.fragment.rounds import logged_to
 from herald.fragment.spool import Spool
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet

@@ -20,7 +20,8 @@ from herald.fragment.commit_log_records import LogRecord, decode_records, frame
 from herald.fragment.commit_log_replay import replay_segments
 from herald.fragment.commit_log_worker import write_lines
 from herald.fragment.fdpool import DescriptorPool
-from herald.fragment.rounds import GroupWrite, logged_to, round_syncs, write_round
+from herald.fragment.group_write import GroupWrite
+from herald.fragment.rounds import logged_to, round_syncs, write_round
 from herald.fragment.spool import Spool
 from herald.fragment.spool_recovery import recover_spools
 from herald.fragment.spool_stream import STREAM_MIN_BYTES, SpoolStream

@@ -14,7 +14,8 @@ import pytest
 from herald.broker.sync_rounds import SyncRounds
 from herald.fragment.commit_log import CommitLog
 from herald.fragment.fdpool import DescriptorPool
-from herald.fragment.rounds import GroupWrite, logged_to, uses_syncfs, write_round
+from herald.fragment.group_write import GroupWrite
+from herald.fragment.rounds import logged_to, uses_syncfs, write_round
 from herald.fragment.spool import DATA_PAD_BYTES, Spool
 from herald.fragment.spool_recovery import recover_spools
 from herald.fragment.syncfs import syncs_whole_file_system

@@ -37,7 +37,7 @@ from herald.broker.group import (
 from herald.broker.metrics import count_group
 from herald.broker.preconditions import catch_up_to_index, require_full_peerset
 from herald.broker.sync_rounds import SyncRounds, Taken, rounds_of_running_loop
-from herald.fragment.rounds import GroupWrite
+from herald.fragment.group_write import GroupWrite
 from herald.fragment.spool import Spool
 from herald.fragment.spool_stream import SpoolStream
 from herald.protocol.errors import HeraldError, Status

@@ -21,7 +21,7 @@ from herald.protocol.fragment import Fragment
 from herald.protocol.labels import LabelSelector, LabelSet
 
 if TYPE_CHECKING:
-    from herald.fragment.rounds import GroupWrite
+    from herald.fragment.group_write import GroupWrite
 
 __all__ = ["MAX_GROUP_BYTES", "AppendCommit", "CalledAnswer", "Pending", "as_herald_error", "check_registers",
            "commits_ahead", "fail_group"]

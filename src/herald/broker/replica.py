@@ -14,7 +14,7 @@ import logging
 import time
 
 from herald.broker.sync_rounds import commit_replica_write
-from herald.fragment.rounds import GroupWrite
+from herald.fragment.group_write import GroupWrite
 from herald.protocol.errors import HeraldError, Status
 from herald.protocol.labels import LabelSet
 

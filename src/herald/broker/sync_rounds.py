@@ -36,7 +36,8 @@ import weakref
 from collections.abc import Callable
 
 from herald.broker.metrics import METRICS
-from herald.fragment.rounds import GroupWrite, round_syncs, write_round
+from herald.fragment.group_write import GroupWrite
+from herald.fragment.rounds import round_syncs, write_round
 from herald.helper_threads import HelperThreads
 from herald.protocol.errors import HeraldError
 

@@ -32,7 +32,7 @@ from herald.durable import fsync_directory, make_durable_dirs
 from herald.fragment.commit_log import CommitLog
 from herald.fragment.commits import encode_record
 from herald.fragment.fdpool import DescriptorPool, default_pool, retry_out_of_descriptors
-from herald.fragment.rounds import GroupWrite
+from herald.fragment.group_write import GroupWrite
 from herald.fragment.spool_precommits import SpoolPrecommits
 from herald.fragment.spool_recycling import take
 from herald.fragment.spool_sums import PARALLEL_HASH_BYTES, GroupSums, hash_inline, new_sha1

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from herald.fragment.commit_log import INLINE_BYTES
 from herald.fragment.fdatasyncs import SYNCS, PendingSync
-from herald.fragment.rounds import GroupWrite
+from herald.fragment.group_write import GroupWrite
 from herald.fragment.spool_sums import PAIRED, new_sha1, update_both
 from herald.fragment.whole_writes import pwrite_all
 from herald.helper_threads import HelperThreads
