@@ -15,11 +15,10 @@ from hypothesis import strategies as st
 
 from herald.fragment import commit_log as commit_log_module
 from herald.fragment import writeback
-from herald.fragment.commit_log import INLINE_BYTES, LOG_DIR, LONE_BYTES, CommitLog
+from herald.fragment.commit_log import INLINE_BYTES, LOG_DIR, CommitLog
 from herald.fragment.commit_log_records import LogRecord, decode_records, frame
 from herald.fragment.commit_log_replay import replay_segments
 from herald.fragment.commit_log_worker import write_lines
-from herald.fragment.fdpool import DescriptorPool
 from herald.fragment.group_write import GroupWrite
 from herald.fragment.rounds import logged_to, round_syncs, write_round
 from herald.fragment.spool import Spool
@@ -27,6 +26,7 @@ from herald.fragment.spool_recovery import recover_spools
 from herald.fragment.spool_stream import STREAM_MIN_BYTES, SpoolStream
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
+from tests.fragment.logged_spools import forget_unsynced, logged_spools, open_log
 
 records = st.builds(
     LogRecord, directory=st.text(max_size=40), begin=st.integers(0, 2**64 - 1),
@@ -60,39 +60,10 @@ def test_a_torn_or_corrupt_tail_ends_the_intact_records(logged, data):
     assert list(decode_records(b"".join(buffers[:intact]) + bytes(torn))) == logged[:intact]
 
 
-@pytest.fixture
-def data_dir(tmp_path):
-    opened: list[CommitLog] = []
-    yield tmp_path, opened
-    for log in opened:
-        log.close()
-
-
-def _open(data_dir: Path, opened: list[CommitLog], **tuning: int) -> CommitLog:
-    log = CommitLog.open(data_dir, **tuning)
-    opened.append(log)
-    return log
-
-
-def _spools(log: CommitLog, n: int) -> list[Spool]:
-    """``n`` spools under the log's data dir, given the log as a broker's journals give it."""
-    pool = DescriptorPool(budget_fds=64)
-    return [Spool(log.data_dir / "spools" / f"j{i}", f"j{i}", 0, CompressionCodec.NONE, LabelSet(), pool=pool,
-                  commit_log=log) for i in range(n)]
-
-
-def _forget_unsynced(spool: Spool) -> None:
-    """What a power cut does to a spool whose rounds only the log synced: its bytes
-    and commit lines never reached the disk."""
-    spool.close()
-    spool.path.write_bytes(b"")
-    spool.commits_path.write_bytes(b"")
-
-
 def test_replay_restores_every_logged_group(data_dir):
     root, opened = data_dir
-    log = _open(root, opened)
-    spools = _spools(log, 4)
+    log = open_log(root, opened)
+    spools = logged_spools(log, 4)
     big = b"B" * INLINE_BYTES
     groups = [[b"one\n"], [b"two\n", b"three\n"], [big], [b"four\n"]]
     for group in groups:
@@ -107,12 +78,12 @@ def test_replay_restores_every_logged_group(data_dir):
     assert len(logged) > inline * len(spools)  # the small groups' bytes are in the log…
     assert big[:4096] not in logged  # …a large one's are not (synced in the spool itself)
     for spool in spools:
-        _forget_unsynced(spool)
+        forget_unsynced(spool)
         spool.path.write_bytes(bytes(len(b"one\ntwo\nthree\n")) + big)  # as the data sync left it
     log.close()
     copy = root.parent / "segments"
     shutil.copytree(root / LOG_DIR, copy)
-    _open(root, opened)  # replays, then the spools recover
+    open_log(root, opened)  # replays, then the spools recover
     assert list((root / LOG_DIR).iterdir()) == [] or all(
         p.name not in {c.name for c in copy.iterdir()} for p in (root / LOG_DIR).iterdir())  # replayed: gone
     for spool in spools:
@@ -128,13 +99,13 @@ def test_replay_restores_every_logged_group(data_dir):
 
 def test_records_of_persisted_spools_are_skipped(data_dir):
     root, opened = data_dir
-    log = _open(root, opened)
-    kept, persisted = _spools(log, 2)
+    log = open_log(root, opened)
+    kept, persisted = logged_spools(log, 2)
     write_round([GroupWrite(s, [b"x\n"], LabelSet(), 1.0) for s in (kept, persisted)])
     persisted.remove_files()
-    _forget_unsynced(kept)
+    forget_unsynced(kept)
     log.close()
-    assert _open(root, opened).replayed == 1
+    assert open_log(root, opened).replayed == 1
     assert kept.path.read_bytes() == b"x\n"
     assert not persisted.path.exists()
 
@@ -144,7 +115,7 @@ def test_a_full_segment_is_checkpointed_and_replaced(data_dir):
     syncs: list[tuple[str, int]] = []
     log = CommitLog.open(root, lambda kind, n: syncs.append((kind, n)), segment_bytes=4096)
     opened.append(log)
-    spools = _spools(log, 2)
+    spools = logged_spools(log, 2)
     for i in range(40):
         write_round([GroupWrite(s, [b"%03d" % i + b"." * 200 + b"\n"], LabelSet(), 1.0) for s in spools])
     log.drain()
@@ -157,101 +128,13 @@ def test_a_full_segment_is_checkpointed_and_replaced(data_dir):
     assert [s.content_length for s in spools] == [40 * 204] * 2
 
 
-def test_a_round_of_one_small_group_is_logged_and_survives_a_power_cut(data_dir):
-    """One small group (one writer): once the segment has room, one fdatasync of the
-    log, none in place (the first, with no room yet, syncs in place and asks for
-    growth: a full disk never fails it); after a power cut (its spool and commits
-    file never synced) replay brings back every acknowledged group [I-APPEND-3, I-FRAG-2]."""
-    root, opened = data_dir
-    log = _open(root, opened)
-    (spool,) = _spools(log, 1)
-    first = [GroupWrite(spool, [b"first\n"], LabelSet(), 1.0)]
-    assert logged_to(first) is None  # a fresh segment has no room: in place, and growth is asked
-    write_round(first)
-    log.drain()
-    first_line = spool.commits_path.read_bytes().split(b"\n", 1)[0] + b"\n"  # synced in place
-    groups = [[b"first\n"], [b"alone\n"], [b"again\n", b"and again\n"], [b"x" * (LONE_BYTES - 1)]]
-    for group in groups[1:]:
-        writes = [GroupWrite(spool, group, LabelSet(), 1.0)]
-        assert logged_to(writes) is log and round_syncs(writes) == (0, 0)
-        assert write_round(writes) == [[hashlib.sha1(b).hexdigest() for b in group]]
-    _forget_unsynced(spool)  # a power cut: only what was synced in place is left
-    spool.path.write_bytes(b"first\n")
-    spool.commits_path.write_bytes(first_line)
-    log.close()
-    _open(root, opened)  # replays
-    (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
-    expected = b"".join(b"".join(group) for group in groups)
-    assert found.path.read_bytes() == expected and found.fragment.end == len(expected)
-
-
-def test_a_round_of_one_larger_group_syncs_in_place(data_dir):
-    """One group of `LONE_BYTES` or more (many writers on one journal): its two
-    fdatasyncs run side by side, and the log never sees its bytes."""
-    root, opened = data_dir
-    (spool,) = _spools(_open(root, opened), 1)
-    group = [b"alone\n" + b"y" * LONE_BYTES]
-    writes = [GroupWrite(spool, group, LabelSet(), 1.0)]
-    assert logged_to(writes) is None and round_syncs(writes) == (2, 0)
-    write_round(writes)
-    assert b"alone" not in b"".join(p.read_bytes() for p in (root / LOG_DIR).iterdir())
-
-
-def test_a_lone_round_on_a_slow_disk_syncs_in_place_until_the_disk_is_quick_again(data_dir):
-    """Once the log's fdatasyncs average slow (`CommitLog.sync_average`, a contended
-    disk), a lone small round syncs in place (two syncs at once return sooner
-    there); once the average is quick again it is logged again. Either way what
-    is acknowledged is what a replay after a power cut gives back [I-FRAG-2]."""
-    root, opened = data_dir
-    log = _open(root, opened)
-    (spool,) = _spools(log, 1)
-    write_round([GroupWrite(spool, [b"first\n"], LabelSet(), 1.0)])  # in place: the segment grows
-    log.drain()
-    for _ in range(200):  # as after many slow syncs
-        log.sync_average.add(0.01)
-    slow = [GroupWrite(spool, [b"slow\n"], LabelSet(), 1.0)]
-    assert logged_to(slow) is None and round_syncs(slow) == (2, 0)
-    assert write_round(slow) == [[hashlib.sha1(b"slow\n").hexdigest()]]
-    synced = spool.commits_path.read_bytes()  # both lines synced in place
-    for _ in range(400):  # as after many quick rounds in place (herald.broker.sync_rounds)
-        log.sync_average.add(0.0001)
-    quick = [GroupWrite(spool, [b"quick\n"], LabelSet(), 1.0)]
-    assert logged_to(quick) is log and round_syncs(quick) == (0, 0)
-    assert write_round(quick) == [[hashlib.sha1(b"quick\n").hexdigest()]]
-    _forget_unsynced(spool)  # a power cut: only what was synced in place is left
-    spool.path.write_bytes(b"first\nslow\n")
-    spool.commits_path.write_bytes(synced)
-    log.close()
-    _open(root, opened)  # replays
-    (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
-    assert found.path.read_bytes() == b"first\nslow\nquick\n"
-
-
-def test_a_log_opened_with_lone_bytes_zero_never_takes_a_round_of_one_group(data_dir):
-    """``lone_bytes=0`` (``herald serve --lone-append-bytes 0``): every round of one
-    group syncs in place, however small and however much room the segment has;
-    rounds of two groups are still logged."""
-    root, opened = data_dir
-    log = _open(root, opened, lone_bytes=0)
-    spools = _spools(log, 2)
-    for _ in range(3):  # the first round of two asks for growth: later ones find room
-        one = [GroupWrite(spools[0], [b"one\n"], LabelSet(), 1.0)]
-        assert logged_to(one) is None and round_syncs(one) == (2, 0)
-        write_round(one)
-        log.drain()
-        two = [GroupWrite(s, [b"two\n"], LabelSet(), 1.0) for s in spools]
-        assert logged_to(two) is log
-        write_round(two)
-    assert not log.takes_lone(1)
-
-
 def test_two_data_dirs_in_one_process_never_share_a_log(data_dir):
     """Two brokers' data dirs in one process (the same layout under each): a round
     goes to the log its spools were given, never the other's; a round mixing both,
     or of spools whose log is closed, syncs in place."""
     root, opened = data_dir
-    logs = [_open(root / name, opened) for name in ("a", "b")]
-    spools = [_spools(log, 2) for log in logs]
+    logs = [open_log(root / name, opened) for name in ("a", "b")]
+    spools = [logged_spools(log, 2) for log in logs]
     for log, own, line in zip(logs, spools, (b"a\n", b"b\n")):
         assert logged_to([GroupWrite(s, [line], LabelSet(), 1.0) for s in own]) is log
         write_round([GroupWrite(s, [line], LabelSet(), 1.0) for s in own])
@@ -271,8 +154,8 @@ def test_segments_grow_ahead_of_the_rounds(data_dir):
     """The helper thread adds the next zeros before a round needs them; what a
     round wrote always stays below the durable size."""
     root, opened = data_dir
-    log = _open(root, opened)
-    spools = _spools(log, 2)  # two groups a round: always logged
+    log = open_log(root, opened)
+    spools = logged_spools(log, 2)  # two groups a round: always logged
     for i in range(8):
         write_round([GroupWrite(s, [b"%d" % i + b"g" * (100 << 10)], LabelSet(), 1.0) for s in spools])
         log.drain()
@@ -291,7 +174,7 @@ def test_the_next_segment_is_made_whole_ahead_of_the_rounds(data_dir):
     log = CommitLog.open(root, segment_bytes=64 << 10)
     opened.append(log)
     assert not list((root / LOG_DIR).glob(f"*{commit_log_module.SPARE_SUFFIX}"))
-    spools = _spools(log, 2)
+    spools = logged_spools(log, 2)
     first = log.segment
     while log.segment == first:
         write_round([GroupWrite(s, [b"r" * 8000 + b"\n"], LabelSet(), 1.0) for s in spools])
@@ -305,7 +188,7 @@ def test_the_next_segment_is_made_whole_ahead_of_the_rounds(data_dir):
     for spool in spools:
         spool.close()
     log.close()
-    log = _open(root, opened)  # replays the used segments and the made one (nothing), then deletes them
+    log = open_log(root, opened)  # replays the used segments and the made one (nothing), then deletes them
     assert not made.exists() and [p.name for p in log.directory.iterdir()] == [log.segment.name]
 
 
@@ -328,7 +211,7 @@ def test_a_power_cut_loses_no_round_logged_or_checkpointed(powercut, writeback_b
     round so far), and the last ones go to the fresh segment, too few to fill it."""
     root = powercut.mount / "data"
     log = CommitLog.open(root, segment_bytes=8192, writeback_bytes=writeback_bytes)
-    spools = _spools(log, 3)
+    spools = logged_spools(log, 3)
     groups: list[bytes] = []
     for _ in range(60):  # checkpoints run beside the rounds
         _logged_round(log, spools, groups)
@@ -418,7 +301,7 @@ def _one_logged_round(powercut) -> tuple[Path, CommitLog, list[Spool], list]:
     logged in each, and their marks after it."""
     root = powercut.mount / "data"
     log = CommitLog.open(root)
-    spools = _spools(log, 2)
+    spools = logged_spools(log, 2)
     write_round([GroupWrite(s, [b"one\n"], LabelSet(), 1.0) for s in spools])
     return root, log, spools, [s.mark() for s in spools]
 
@@ -454,8 +337,8 @@ def test_logged_lines_reach_their_files_by_flush(data_dir):
     replay. (Before a checkpoint they are written too: the power-cut test above
     fails otherwise.)"""
     root, opened = data_dir
-    log = _open(root, opened)
-    spools = _spools(log, 3)
+    log = open_log(root, opened)
+    spools = logged_spools(log, 3)
     for i in range(5):
         write_round([GroupWrite(s, [b"%d\n" % i], LabelSet(), 1.0) for s in spools])
     log.flush_lines()
@@ -471,8 +354,8 @@ def test_a_streamed_group_in_a_logged_round_commits_its_own_sha1s(data_dir):
     # must carry the SHA1s the stream computed, or recovery drops an acknowledged
     # append (the line's fragment SHA1 would not match the bytes) [I-APPEND-3].
     root, opened = data_dir
-    log = _open(root, opened)
-    streamed, small = _spools(log, 2)
+    log = open_log(root, opened)
+    streamed, small = logged_spools(log, 2)
     for spool in (streamed, small):
         write_round([GroupWrite(spool, [b"first\n"], LabelSet(), 1.0)])  # files created and open
     body = bytes(range(256)) * (STREAM_MIN_BYTES // 256 + 3)
@@ -489,7 +372,7 @@ def test_a_streamed_group_in_a_logged_round_commits_its_own_sha1s(data_dir):
     assert streamed.fragment().sum == hashlib.sha1(b"first\n" + body).hexdigest()
     streamed.close()
     log.close()
-    _open(root, opened)  # replays what the log holds (the deferred lines among it)
+    open_log(root, opened)  # replays what the log holds (the deferred lines among it)
     (found,), _ = recover_spools(streamed.directory, streamed.journal, CompressionCodec.NONE)
     assert found.path.read_bytes() == b"first\n" + body  # the streamed append survives recovery
 
@@ -501,8 +384,8 @@ def test_a_logged_round_of_small_groups_builds_fragments_and_answers_while_it_sy
     the SHA1 of its bytes. A larger group, written before the sync, builds nothing
     ahead, and its spool's fragment is built as asked."""
     root, opened = data_dir
-    log = _open(root, opened)
-    spools = _spools(log, 3)
+    log = open_log(root, opened)
+    spools = logged_spools(log, 3)
     for round_number, bodies in enumerate([[b"one\n", b"two\n"], [b"three\n"], [b"L" * (200 << 10)]]):
         writes = [GroupWrite(s, bodies, LabelSet(), 1.0) for s in spools]
         for write in writes:
@@ -527,8 +410,8 @@ def test_logged_lines_are_left_to_the_log_even_where_their_commits_file_grows(da
     the round), and a power cut before any checkpoint loses none: replay writes
     them past the growth that never reached the disk [I-FRAG-2]."""
     root, opened = data_dir
-    log = _open(root, opened)
-    spools = _spools(log, 2)
+    log = open_log(root, opened)
+    spools = logged_spools(log, 2)
     bodies = [b"%03d\n" % i for i in range(80)]  # ~80 lines of ~80 B: past the first 4 KiB
     for body in bodies:
         writes = [GroupWrite(s, [body], LabelSet(), 1.0) for s in spools]
@@ -536,9 +419,9 @@ def test_logged_lines_are_left_to_the_log_even_where_their_commits_file_grows(da
         assert all(write.deferred for write in writes)
     assert all(s._commits_allocated > 4096 for s in spools)
     for spool in spools:
-        _forget_unsynced(spool)
+        forget_unsynced(spool)
     log.close()
-    _open(root, opened)  # replays, then the spools recover
+    open_log(root, opened)  # replays, then the spools recover
     for spool in spools:
         (found,), _ = recover_spools(spool.directory, spool.journal, CompressionCodec.NONE)
         assert found.path.read_bytes() == b"".join(bodies)
