@@ -20,12 +20,15 @@ COLUMNS = ("utc", "commit", "quick", "benchmark", "comparison", "herald", "refer
 
 
 def git_commit(cwd: Path) -> str:
-    """The short commit of the tree being measured, ``+dirty`` if it has changes."""
+    """The short commit of the tree being measured, ``+dirty`` if it has changes
+    (outside ``bench/results``)."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
                               check=False).stdout.strip()
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    return commit + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    # The run's own results, written as each benchmark ends, are not a change to what it measures.
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ":(top)", ":(top,exclude)bench/results")
+    return commit + ("+dirty" if changed else "")
 
 
 def history_rows(reports: Sequence[Report], commit: str, utc: str) -> list[dict[str, object]]:
