@@ -199,14 +199,11 @@ class CommitLog:
                     if at + size > self._allocated:
                         self._grow(at + size)
             pwrite_all(self._fd, buffers, at)
-            started = time.perf_counter()
-            if meanwhile is None:
-                os.fdatasync(self._fd)
-            else:
+            if meanwhile is not None:
                 write_back_range(self._fd, at, at + size)
                 meanwhile()
-                started = time.perf_counter()
-                os.fdatasync(self._fd)
+            started = time.perf_counter()
+            os.fdatasync(self._fd)
             self.sync_average.add(time.perf_counter() - started)
         except OSError:
             self._forget(at, size)
