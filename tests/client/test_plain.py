@@ -48,7 +48,7 @@ def test_plain_and_httpx_clients_give_the_same_answers(broker, client):
             assert (type(plain_err.value), str(plain_err.value)) == (type(httpx_err.value), str(httpx_err.value))
         with pytest.raises(JournalNotFoundError):
             plain.fragments("plain/missing")
-        assert b"".join(c for _, c in plain.read("plain/a")) == b'{"n": 1}\n' * 2  # reads stay on httpx
+        assert b"".join(c for _, c in plain.read("plain/a")) == b'{"n": 1}\n' * 2
         assert pickle.loads(pickle.dumps(plain)).plain is True
 
 
@@ -64,6 +64,8 @@ def test_a_plain_client_sends_its_token(tmp_path):
         with BrokerClient(proc.url, plain=True, security=ClientSecurity(token)) as c:
             create(c, "plain/t")
             assert [i.name for i in c.list()] == ["plain/t"]
+            c.append("plain/t", b"t\n")
+            assert list(c.read("plain/t")) == [(0, b"t\n")]  # a streamed read sends it too
         with BrokerClient(proc.url, plain=True, security=ClientSecurity()) as c, \
                 BrokerClient(proc.url, security=ClientSecurity()) as h:
             with pytest.raises(HeraldError) as plain_err:
@@ -96,8 +98,11 @@ def test_a_connection_the_broker_closed_is_reopened(broker, client):
 def test_a_plain_client_does_not_import_httpx(broker, client):
     import subprocess
 
+    create(client, "plain/i")
+    client.append("plain/i", b"i\n")
+
     code = ("import sys; from herald.client import BrokerClient\n"
-            f"c = BrokerClient({broker.url!r}, plain=True); c.list(); c.close()\n"
+            f"c = BrokerClient({broker.url!r}, plain=True); c.list(); list(c.read('plain/i')); c.close()\n"
             "print(sorted(m for m in ('httpx', 'httpcore', 'h11') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["[]"]

@@ -18,6 +18,7 @@ from herald.client import _protocol as ops
 from herald.client._protocol import Request, Response
 from herald.client.models import ReadHead
 from herald.client.plain import PlainHTTP
+from herald.client.plain_read import PlainReads, StreamedResponse, proxied
 from herald.client.security import ClientSecurity
 
 if TYPE_CHECKING:  # imported where a client is built: a `plain` one never loads it
@@ -146,7 +147,11 @@ class BrokerClient(_Methods):
         self.plain = plain
         self._http: httpx.Client | None = None
         self._plain: PlainHTTP | None = None
-        if plain and self.address.lower().startswith("http://"):
+        http_address = self.address.lower().startswith("http://")
+        # Streamed reads of an http:// broker skip httpx's copies (herald.client.plain_read).
+        self._reads = PlainReads(self.address, timeout_s, self.security.headers()) \
+            if http_address and not proxied() else None
+        if plain and http_address:
             self._plain = PlainHTTP(self.address, timeout_s, self.security.headers())
         else:
             self.http  # noqa: B018 - built now, as always: a bad CA or key file fails here
@@ -157,7 +162,8 @@ class BrokerClient(_Methods):
     @property
     def http(self) -> httpx.Client:
         """The httpx client: for every call, or (``plain``, an ``http://`` address)
-        only for streamed reads, built at the first."""
+        only for streamed reads through a proxy, built at the first. Other streamed
+        reads of an ``http://`` broker use `PlainReads`."""
         if self._http is None:
             import httpx
 
@@ -184,6 +190,8 @@ class BrokerClient(_Methods):
         return Reader(self, journal, offset, end_offset, block)
 
     def close(self) -> None:
+        if self._reads is not None:
+            self._reads.close()
         if self._plain is not None:
             self._plain.close()
         if self._http is not None:
@@ -275,7 +283,7 @@ class Reader:
                  block: bool = False) -> None:
         self._client = client
         self._state = _ReadState(journal, offset, end_offset, block)
-        self._response: httpx.Response | None = None
+        self._response: httpx.Response | StreamedResponse | None = None
         self._chunks: Iterator[tuple[int, bytes]] | None = None
 
     def __getattr__(self, name: str) -> Any:
@@ -295,10 +303,14 @@ class Reader:
         """Send the read and parse its head (blocks until the broker positions the
         read). Iterating opens implicitly; raises the broker's typed error."""
         if self._response is None:
-            http = self._client.http
-            req = _build(http, self._state.request(), self._client._stream_timeout(self._state.block))
-            self._response = resp = http.send(req, stream=True)
-            _widen_reads(resp)
+            resp: httpx.Response | StreamedResponse
+            if self._client._reads is not None:
+                self._response = resp = self._client._reads.stream(self._state.request(), self._state.block)
+            else:
+                http = self._client.http
+                req = _build(http, self._state.request(), self._client._stream_timeout(self._state.block))
+                self._response = resp = http.send(req, stream=True)
+                _widen_reads(resp)
             try:
                 self._state.on_response(resp.status_code, resp.headers, resp.read)
             except BaseException:
