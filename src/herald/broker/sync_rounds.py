@@ -141,15 +141,7 @@ def _counted_round(writes: list[GroupWrite]) -> Outcomes:
         METRICS.fdatasyncs.inc(fdatasyncs)
     if syncfs:
         METRICS.syncfs.inc(syncfs)
-    log = writes[0].spool.commit_log if len(writes) == 1 and fdatasyncs == 2 else None
-    if log is None or writes[0].size >= log.lone_bytes:
-        return write_round(writes)
-    # A small lone group synced in place (the log's syncs averaged slow, see
-    # `CommitLog.takes_lone`): its round's time tells when the disk is quick again.
-    started = time.perf_counter()
-    outcomes = write_round(writes)
-    log.sync_average.add(time.perf_counter() - started)
-    return outcomes
+    return write_round(writes)
 
 
 class SyncRounds:
