@@ -53,14 +53,21 @@ log = logging.getLogger(__name__)
 #: slower under load: the answers alone outlasted it, and the cohorts stayed).
 GATHER_SHARE = 1.0
 GATHER_MAX_S = 0.002
+#: A lone writer's round runs on the loop itself (`SyncRounds._runs_here`) only
+#: while the commit log's fdatasyncs average under this: the loop is blocked for
+#: one sync, so another connection's request waits at most about this long.
+HERE_MAX_SYNC_S = 0.0005
 
 #: A write waiting for its round, what runs on the loop with its outcome as the
 #: round ends, and whether its appends come through the gate (a journal's; a
 #: replica's group does not: see `SyncRounds.commit`).
 Waiter = tuple[GroupWrite, "Callable[[list[str] | BaseException], object]", bool]
-#: A journal's group taken as a round opens (`SyncRounds.want`): its write and what
-#: answers its appends with the outcome; None when the journal's task takes it instead.
-Taken = tuple[GroupWrite, "Callable[[list[str] | BaseException], object]"] | None
+#: A journal's group taken as a round opens (`SyncRounds.want`): its write, what
+#: answers its appends with the outcome and, for a group of one append, who wrote it
+#: (`herald.broker.group.CalledAnswer.writer`; None: unknown); None when the
+#: journal's task takes it instead.
+Taken = (tuple[GroupWrite, "Callable[[list[str] | BaseException], object]"]
+         | tuple[GroupWrite, "Callable[[list[str] | BaseException], object]", object] | None)
 #: A round's wait for its writers: share of its duration, most seconds, what runs then.
 Gather = tuple[float, float, Callable[[], object]]
 Outcomes = list[list[str] | OSError | HeraldError]
@@ -117,10 +124,7 @@ class RoundThread(HelperThreads[tuple]):
             del job, outcome, loop, gather  # hold nothing of a finished round while idle
 
     def _run(self, job: tuple) -> Outcomes | BaseException:
-        try:
-            return _counted_round(job[0])
-        except BaseException as err:  # noqa: BLE001 - a bug: every waiter of the round hears of it
-            return err
+        return _run_round(job[0])
 
     def _finish(self, job: tuple, outcome: object) -> None:
         _call_soon(job[1], job[2], outcome)
@@ -131,6 +135,15 @@ def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[..., object],
         loop.call_soon_threadsafe(callback, *args)
     except RuntimeError:  # the loop closed meanwhile: nobody waits any more
         pass
+
+
+def _run_round(writes: list[GroupWrite]) -> Outcomes | BaseException:
+    """`_counted_round`'s outcomes, or the exception it raised (a bug: every waiter
+    of the round hears of it)."""
+    try:
+        return _counted_round(writes)
+    except BaseException as err:  # noqa: BLE001 - see the docstring
+        return err
 
 
 def _counted_round(writes: list[GroupWrite]) -> Outcomes:
@@ -163,6 +176,8 @@ class SyncRounds:
         self.gather_target = -1  # after a round, the arrivals that bring its writers back
         self._gate: list[asyncio.Future[None]] = []
         self._wants: list[Callable[[], Taken]] = []  # journals whose groups the next round takes
+        self._lone_writer: object = None  # who wrote the last round's lone append (see _runs_here)
+        self.rounds_here = 0  # statistics: rounds run on the loop (`_runs_here`)
 
     def gate(self) -> asyncio.Future[None] | None:
         """What a journal with appends queued awaits before it takes its group: None
@@ -201,15 +216,18 @@ class SyncRounds:
             self.loop.call_soon(self._start_next_round)
 
     def statistics(self) -> dict[str, int]:
-        return {"rounds": self.rounds, "groups": self.groups, "waiting": len(self._waiting)}
+        return {"rounds": self.rounds, "groups": self.groups, "waiting": len(self._waiting),
+                "rounds_here": self.rounds_here}
 
     def _start_round(self) -> None:
         self._running = True  # a take may queue appends (an answer's next request): they want the next
         batch, self._waiting = self._waiting, []
         wants, self._wants = self._wants, []
+        writer = None
         for take in wants:
             if (taken := take()) is not None:
                 batch.append((taken[0], taken[1], True))
+                writer = taken[2] if len(taken) > 2 else None
         if not batch:  # every journal that wanted one handed its appends to its task
             if self._wants:  # or failed its group, and has more queued: in the next turn
                 self.loop.call_soon(self._start_next_round)
@@ -222,12 +240,48 @@ class SyncRounds:
         METRICS.sync_rounds.inc()
         writes = [write for write, _, _ in batch]
         started = time.perf_counter()
+        if self._runs_here(batch, writer):
+            self._end_round(batch, started, _run_round(writes))
+            self._ended_here()
+            return
         # Only a round that answers writers waits for them: after replicas' groups alone
         # (`commit(gathered=False)`) the next round opens at once (`_end_round`), and
         # a timed wake-up of the loop would find nothing to do, once per group on a peer.
         gather = ((self.gather_share, self.gather_max_s, functools.partial(self._gather_timed_out, self.rounds))
                   if any(gathered for _, _, gathered in batch) else None)
         self._thread.run(writes, self.loop, functools.partial(self._end_round, batch, started), gather)
+
+    def _runs_here(self, batch: list[Waiter], writer: object) -> bool:
+        """Whether this round runs on the loop, now, rather than on the round thread:
+        one append, by the writer of the last round's lone append too (a lone
+        writer), that the commit log takes (`CommitLog.takes_lone`) while its
+        fdatasyncs average under `HERE_MAX_SYNC_S`.
+
+        On the thread, a lone writer's round cost two thread hops (loop to thread,
+        thread back to the loop: ~47 us of ~290 here) and their wake-ups' CPU. Here
+        the loop is blocked for the round's fdatasync (the GIL released), so every
+        other connection waits up to one quick sync; two writers taking turns never
+        qualify (each round's writer differs from the last), and stay on the thread,
+        where the next round gathers both."""
+        lone, self._lone_writer = self._lone_writer, (writer if len(batch) == 1 else None)
+        if writer is None or len(batch) != 1 or writer != lone:
+            return False
+        write = batch[0][0]
+        commit_log = write.spool.commit_log
+        return (commit_log is not None and not commit_log.closed and len(write.contents) == 1
+                and commit_log.sync_average.seconds < HERE_MAX_SYNC_S and commit_log.takes_lone(write.size))
+
+    def _ended_here(self) -> None:
+        """After a round run on the loop (`_runs_here`): no wait for its writer to
+        come back (nobody else wrote): the next append starts the next round."""
+        self.rounds_here += 1
+        if self.gather_target < 0:  # its next append already came (pipelined): see `arrived`
+            return
+        self.gather_target = -1
+        if self._waiting or self._wants or self._gate:
+            self.loop.call_soon(self._open_next_round)
+        else:
+            self._running = False
 
     def _end_round(self, batch: list[Waiter], started: float, result: Outcomes | BaseException) -> None:
         METRICS.sync_round_seconds.observe(time.perf_counter() - started)
