@@ -19,6 +19,11 @@ its group, and those groups form the next round.
         await gate
     sums = await rounds.commit(GroupWrite(spool, bodies, registers, now))
 
+A lone writer's round (one append, by the same writer as the last round's lone
+append) runs on the loop itself while the commit log's syncs are quick
+(`SyncRounds._runs_here`): no hop to the round thread and back, at the price of
+every other connection waiting for that one sync.
+
 Acknowledgement is unchanged: a group's future resolves only after its own data and
 commit line are both fdatasync'd [I-APPEND-3]; a group that fails fails alone.
 No background task: rounds are driven by their jobs' completion callbacks, so a
