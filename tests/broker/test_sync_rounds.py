@@ -262,7 +262,7 @@ def test_a_small_lone_group_kept_in_place_by_a_slow_log_reports_its_round_time_t
 
 
 def test_a_lone_writers_rounds_run_on_the_loop_and_two_writers_taking_turns_stay_on_the_thread(tmp_path):
-    """`SyncRounds._runs_here`: once the same writer's lone append forms a second
+    """`herald.broker.lone_rounds`: once the same writer's lone append forms a second
     round in a row, and the commit log takes it on a quick disk, the round runs on
     the loop (no thread hops); two writers whose appends take turns never do, so
     their next round can still gather both. Every append is answered with its sum."""

@@ -20,9 +20,9 @@ its group, and those groups form the next round.
     sums = await rounds.commit(GroupWrite(spool, bodies, registers, now))
 
 A lone writer's round (one append, by the same writer as the last round's lone
-append) runs on the loop itself while the commit log's syncs are quick
-(`SyncRounds._runs_here`): no hop to the round thread and back, at the price of
-every other connection waiting for that one sync.
+append) runs on the loop itself while the commit log's syncs and those rounds are
+quick (`herald.broker.lone_rounds`): no hop to the round thread and back, at the
+price of every other connection waiting for that one sync.
 
 Acknowledgement is unchanged: a group's future resolves only after its own data and
 commit line are both fdatasync'd [I-APPEND-3]; a group that fails fails alone.
@@ -40,6 +40,7 @@ import time
 import weakref
 from collections.abc import Callable
 
+from herald.broker.lone_rounds import LoneRounds
 from herald.broker.metrics import METRICS
 from herald.fragment.group_write import GroupWrite
 from herald.fragment.rounds import round_syncs, write_round
@@ -58,10 +59,6 @@ log = logging.getLogger(__name__)
 #: slower under load: the answers alone outlasted it, and the cohorts stayed).
 GATHER_SHARE = 1.0
 GATHER_MAX_S = 0.002
-#: A lone writer's round runs on the loop itself (`SyncRounds._runs_here`) only
-#: while the commit log's fdatasyncs average under this: the loop is blocked for
-#: one sync, so another connection's request waits at most about this long.
-HERE_MAX_SYNC_S = 0.0005
 
 #: A write waiting for its round, what runs on the loop with its outcome as the
 #: round ends, and whether its appends come through the gate (a journal's; a
@@ -181,8 +178,7 @@ class SyncRounds:
         self.gather_target = -1  # after a round, the arrivals that bring its writers back
         self._gate: list[asyncio.Future[None]] = []
         self._wants: list[Callable[[], Taken]] = []  # journals whose groups the next round takes
-        self._lone_writer: object = None  # who wrote the last round's lone append (see _runs_here)
-        self.rounds_here = 0  # statistics: rounds run on the loop (`_runs_here`)
+        self._lone = LoneRounds()  # whether a lone writer's round runs on the loop
 
     def gate(self) -> asyncio.Future[None] | None:
         """What a journal with appends queued awaits before it takes its group: None
@@ -222,7 +218,7 @@ class SyncRounds:
 
     def statistics(self) -> dict[str, int]:
         return {"rounds": self.rounds, "groups": self.groups, "waiting": len(self._waiting),
-                "rounds_here": self.rounds_here}
+                "rounds_here": self._lone.rounds_here}
 
     def _start_round(self) -> None:
         self._running = True  # a take may queue appends (an answer's next request): they want the next
@@ -245,8 +241,10 @@ class SyncRounds:
         METRICS.sync_rounds.inc()
         writes = [write for write, _, _ in batch]
         started = time.perf_counter()
-        if self._runs_here(batch, writer):
-            self._end_round(batch, started, _run_round(writes))
+        if self._lone.runs_here(self.rounds, writes, writer):
+            outcomes = _run_round(writes)
+            self._lone.ran_here(self.rounds, time.perf_counter() - started)
+            self._end_round(batch, started, outcomes)
             self._ended_here()
             return
         # Only a round that answers writers waits for them: after replicas' groups alone
@@ -256,30 +254,9 @@ class SyncRounds:
                   if any(gathered for _, _, gathered in batch) else None)
         self._thread.run(writes, self.loop, functools.partial(self._end_round, batch, started), gather)
 
-    def _runs_here(self, batch: list[Waiter], writer: object) -> bool:
-        """Whether this round runs on the loop, now, rather than on the round thread:
-        one append, by the writer of the last round's lone append too (a lone
-        writer), that the commit log takes (`CommitLog.takes_lone`) while its
-        fdatasyncs average under `HERE_MAX_SYNC_S`.
-
-        On the thread, a lone writer's round cost two thread hops (loop to thread,
-        thread back to the loop: ~47 us of ~290 here) and their wake-ups' CPU. Here
-        the loop is blocked for the round's fdatasync (the GIL released), so every
-        other connection waits up to one quick sync; two writers taking turns never
-        qualify (each round's writer differs from the last), and stay on the thread,
-        where the next round gathers both."""
-        lone, self._lone_writer = self._lone_writer, (writer if len(batch) == 1 else None)
-        if writer is None or len(batch) != 1 or writer != lone:
-            return False
-        write = batch[0][0]
-        commit_log = write.spool.commit_log
-        return (commit_log is not None and not commit_log.closed and len(write.contents) == 1
-                and commit_log.sync_average.seconds < HERE_MAX_SYNC_S and commit_log.takes_lone(write.size))
-
     def _ended_here(self) -> None:
-        """After a round run on the loop (`_runs_here`): no wait for its writer to
-        come back (nobody else wrote): the next append starts the next round."""
-        self.rounds_here += 1
+        """After a round run on the loop (`herald.broker.lone_rounds`): no wait for
+        its writer to come back (nobody else wrote): the next append starts the next round."""
         if self.gather_target < 0:  # its next append already came (pipelined): see `arrived`
             return
         self.gather_target = -1
