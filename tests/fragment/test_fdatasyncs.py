@@ -64,20 +64,3 @@ def test_sync_average_turns_slow_once_slow_syncs_dominate_and_back_only_once_the
     for _ in range(400):
         average.add(SLOW_SYNC_S / 10)
     assert not average.slow
-
-
-def test_quick_rounds_in_place_weigh_less_than_log_syncs_so_a_short_quick_spell_does_not_end_a_slow_one():
-    """`SyncAverage.add_in_place`: after slow log syncs, as many quick in-place rounds
-    as would have ended the slow spell as log syncs do not; a long run of them does."""
-    log_syncs, in_place = SyncAverage(), SyncAverage()
-    for average in (log_syncs, in_place):
-        for _ in range(200):
-            average.add(SLOW_SYNC_S * 3)
-        assert average.slow
-    for _ in range(160):
-        log_syncs.add(SLOW_SYNC_S / 5)
-        in_place.add_in_place(SLOW_SYNC_S / 5)
-    assert not log_syncs.slow and in_place.slow
-    for _ in range(600):
-        in_place.add_in_place(SLOW_SYNC_S / 5)
-    assert not in_place.slow

@@ -32,8 +32,6 @@ MAX_THREADS = 32
 #: running average.
 SLOW_SYNC_S = 0.001
 SYNC_AVERAGE_WEIGHT = 1 / 64
-#: How much a lone round synced in place weighs (`SyncAverage.add_in_place`).
-IN_PLACE_WEIGHT = 1 / 256
 
 
 class PendingSync:
@@ -103,20 +101,9 @@ class SyncAverage:
         self.seconds = 0.0
         self.slow = False
 
-    def add(self, seconds: float, weight: float = SYNC_AVERAGE_WEIGHT) -> None:
-        """One of the log's fdatasyncs took ``seconds``."""
-        average = self.seconds = self.seconds + (seconds - self.seconds) * weight
+    def add(self, seconds: float) -> None:
+        average = self.seconds = self.seconds + (seconds - self.seconds) * SYNC_AVERAGE_WEIGHT
         if average > SLOW_SYNC_S:
             self.slow = True
         elif average < SLOW_SYNC_S / 2:
             self.slow = False
-
-    def add_in_place(self, seconds: float) -> None:
-        """A lone round the log declined (slow) synced in place in ``seconds``. It
-        weighs a quarter of a log sync: with the same weight, a run of quick rounds
-        in a contended minute took the average under half `SLOW_SYNC_S` and sent a
-        quarter to a third of the rounds back to the log (load 7-14), though in
-        place was the quicker there (699 vs 554, 494 vs 390 appends/s); the log
-        then needed ~55 slow syncs to leave again. On a disk that is quick again,
-        in-place rounds of ~0.25 ms still bring it back within ~300 rounds."""
-        self.add(seconds, IN_PLACE_WEIGHT)

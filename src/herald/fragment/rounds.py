@@ -60,7 +60,7 @@ def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | Hera
     finally:
         _unpin(pinned)
         if timed is not None:  # how the log learns that the disk is quick again
-            timed.sync_average.add_in_place(time.perf_counter() - started)
+            timed.sync_average.add(time.perf_counter() - started)
 
 
 def _lone_declined(writes: Sequence[GroupWrite]) -> CommitLog | None:
