@@ -64,7 +64,7 @@ def test_a_lone_round_on_a_slow_disk_syncs_in_place_until_the_disk_is_quick_agai
     assert logged_to(slow) is None and round_syncs(slow) == (2, 0)
     assert write_round(slow) == [[hashlib.sha1(b"slow\n").hexdigest()]]
     synced = spool.commits_path.read_bytes()  # both lines synced in place
-    for _ in range(400):  # as after many quick rounds in place (herald.broker.sync_rounds)
+    for _ in range(400):  # as after many quick rounds in place (write_round times them)
         log.sync_average.add(0.0001)
     quick = [GroupWrite(spool, [b"quick\n"], LabelSet(), 1.0)]
     assert logged_to(quick) is log and round_syncs(quick) == (0, 0)
@@ -89,3 +89,21 @@ def test_a_log_opened_with_lone_bytes_zero_never_takes_a_round_of_one_group(data
         assert logged_to(two) is log
         write_round(two)
     assert not log.takes_lone(1)
+
+
+def test_a_lone_round_kept_in_place_by_a_slow_log_is_timed_into_its_average_and_larger_ones_are_not(data_dir):
+    """`write_round` times a small lone round the log declined (its syncs average
+    slow) into the log's `sync_average`: the only way the log learns that the disk
+    is quick again. A lone group too large for the log, and a logged round, add
+    only the log's own fdatasyncs (none, for the large one)."""
+    root, opened = data_dir
+    log = open_log(root, opened)
+    (spool,) = logged_spools(log, 1)
+    log.sync_average.slow, log.sync_average.seconds = True, 0.0
+    large = [GroupWrite(spool, [b"y" * LONE_BYTES], LabelSet(), 1.0)]
+    write_round(large)
+    assert log.sync_average.seconds == 0.0  # not the log's to judge: never logged, however quick
+    small = [GroupWrite(spool, [b"small\n"], LabelSet(), 1.0)]
+    assert logged_to(small) is None
+    write_round(small)
+    assert log.sync_average.seconds > 0.0

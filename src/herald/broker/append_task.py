@@ -100,8 +100,7 @@ class AppendTask:
             queue.wake()
             return None
         group, taken = queue.take(self.max_group_bytes)
-        now = time.time()
-        if not self._ready_to_write(group, now):
+        if not self._ready_to_write(group, now := time.time()):
             self._round_done(taken)
             return None
         spool = self._spool
@@ -112,7 +111,8 @@ class AppendTask:
         mark, begin = spool.mark(), spool.end
         write = GroupWrite(spool, contents, registers, now)
         write.answer_ahead = functools.partial(commits_ahead, accepted, begin)
-        return write, functools.partial(self._round_ended, accepted, write, begin, mark, taken)
+        writer = getattr(accepted[0][0].future, "writer", None) if len(accepted) == 1 else None
+        return write, functools.partial(self._round_ended, accepted, write, begin, mark, taken), writer
 
     def _round_ended(self, accepted: list[tuple[Pending, LabelSet]], write: GroupWrite, begin: int,
                      mark: object, taken: int, outcome: list[str] | BaseException) -> None:

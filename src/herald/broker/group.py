@@ -64,6 +64,12 @@ class CalledAnswer:
     def done(self) -> bool:
         return self._done
 
+    @property
+    def writer(self) -> object:
+        """Who is answered (the callable; a connection's bound method compares equal
+        from one request to the next): how a sync round tells a lone writer."""
+        return self._answer
+
     def set_result(self, commit: AppendCommit) -> None:
         self._settle(commit)
 

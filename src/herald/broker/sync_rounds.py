@@ -19,6 +19,11 @@ its group, and those groups form the next round.
         await gate
     sums = await rounds.commit(GroupWrite(spool, bodies, registers, now))
 
+A lone writer's round (one append, by the same writer as the last round's lone
+append) runs on the loop itself while the commit log's syncs and those rounds are
+quick (`herald.broker.lone_rounds`): no hop to the round thread and back, at the
+price of every other connection waiting for that one sync.
+
 Acknowledgement is unchanged: a group's future resolves only after its own data and
 commit line are both fdatasync'd [I-APPEND-3]; a group that fails fails alone.
 No background task: rounds are driven by their jobs' completion callbacks, so a
@@ -35,6 +40,7 @@ import time
 import weakref
 from collections.abc import Callable
 
+from herald.broker.lone_rounds import LoneRounds
 from herald.broker.metrics import METRICS
 from herald.fragment.group_write import GroupWrite
 from herald.fragment.rounds import round_syncs, write_round
@@ -58,9 +64,12 @@ GATHER_MAX_S = 0.002
 #: round ends, and whether its appends come through the gate (a journal's; a
 #: replica's group does not: see `SyncRounds.commit`).
 Waiter = tuple[GroupWrite, "Callable[[list[str] | BaseException], object]", bool]
-#: A journal's group taken as a round opens (`SyncRounds.want`): its write and what
-#: answers its appends with the outcome; None when the journal's task takes it instead.
-Taken = tuple[GroupWrite, "Callable[[list[str] | BaseException], object]"] | None
+#: A journal's group taken as a round opens (`SyncRounds.want`): its write, what
+#: answers its appends with the outcome and, for a group of one append, who wrote it
+#: (`herald.broker.group.CalledAnswer.writer`; None: unknown); None when the
+#: journal's task takes it instead.
+Taken = (tuple[GroupWrite, "Callable[[list[str] | BaseException], object]"]
+         | tuple[GroupWrite, "Callable[[list[str] | BaseException], object]", object] | None)
 #: A round's wait for its writers: share of its duration, most seconds, what runs then.
 Gather = tuple[float, float, Callable[[], object]]
 Outcomes = list[list[str] | OSError | HeraldError]
@@ -117,10 +126,7 @@ class RoundThread(HelperThreads[tuple]):
             del job, outcome, loop, gather  # hold nothing of a finished round while idle
 
     def _run(self, job: tuple) -> Outcomes | BaseException:
-        try:
-            return _counted_round(job[0])
-        except BaseException as err:  # noqa: BLE001 - a bug: every waiter of the round hears of it
-            return err
+        return _run_round(job[0])
 
     def _finish(self, job: tuple, outcome: object) -> None:
         _call_soon(job[1], job[2], outcome)
@@ -133,6 +139,15 @@ def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[..., object],
         pass
 
 
+def _run_round(writes: list[GroupWrite]) -> Outcomes | BaseException:
+    """`_counted_round`'s outcomes, or the exception it raised (a bug: every waiter
+    of the round hears of it)."""
+    try:
+        return _counted_round(writes)
+    except BaseException as err:  # noqa: BLE001 - see the docstring
+        return err
+
+
 def _counted_round(writes: list[GroupWrite]) -> Outcomes:
     """`write_round`, its syncs counted in the broker's metrics (the commit log
     counts its own)."""
@@ -141,15 +156,7 @@ def _counted_round(writes: list[GroupWrite]) -> Outcomes:
         METRICS.fdatasyncs.inc(fdatasyncs)
     if syncfs:
         METRICS.syncfs.inc(syncfs)
-    log = writes[0].spool.commit_log if len(writes) == 1 and fdatasyncs == 2 else None
-    if log is None or writes[0].size >= log.lone_bytes:
-        return write_round(writes)
-    # A small lone group synced in place (the log's syncs averaged slow, see
-    # `CommitLog.takes_lone`): its round's time tells when the disk is quick again.
-    started = time.perf_counter()
-    outcomes = write_round(writes)
-    log.sync_average.add(time.perf_counter() - started)
-    return outcomes
+    return write_round(writes)
 
 
 class SyncRounds:
@@ -171,6 +178,7 @@ class SyncRounds:
         self.gather_target = -1  # after a round, the arrivals that bring its writers back
         self._gate: list[asyncio.Future[None]] = []
         self._wants: list[Callable[[], Taken]] = []  # journals whose groups the next round takes
+        self._lone = LoneRounds()  # whether a lone writer's round runs on the loop
 
     def gate(self) -> asyncio.Future[None] | None:
         """What a journal with appends queued awaits before it takes its group: None
@@ -209,15 +217,18 @@ class SyncRounds:
             self.loop.call_soon(self._start_next_round)
 
     def statistics(self) -> dict[str, int]:
-        return {"rounds": self.rounds, "groups": self.groups, "waiting": len(self._waiting)}
+        return {"rounds": self.rounds, "groups": self.groups, "waiting": len(self._waiting),
+                "rounds_here": self._lone.rounds_here}
 
     def _start_round(self) -> None:
         self._running = True  # a take may queue appends (an answer's next request): they want the next
         batch, self._waiting = self._waiting, []
         wants, self._wants = self._wants, []
+        writer = None
         for take in wants:
             if (taken := take()) is not None:
                 batch.append((taken[0], taken[1], True))
+                writer = taken[2] if len(taken) > 2 else None
         if not batch:  # every journal that wanted one handed its appends to its task
             if self._wants:  # or failed its group, and has more queued: in the next turn
                 self.loop.call_soon(self._start_next_round)
@@ -230,12 +241,29 @@ class SyncRounds:
         METRICS.sync_rounds.inc()
         writes = [write for write, _, _ in batch]
         started = time.perf_counter()
+        if self._lone.runs_here(self.rounds, writes, writer):
+            outcomes = _run_round(writes)
+            self._lone.ran_here(self.rounds, time.perf_counter() - started)
+            self._end_round(batch, started, outcomes)
+            self._ended_here()
+            return
         # Only a round that answers writers waits for them: after replicas' groups alone
         # (`commit(gathered=False)`) the next round opens at once (`_end_round`), and
         # a timed wake-up of the loop would find nothing to do, once per group on a peer.
         gather = ((self.gather_share, self.gather_max_s, functools.partial(self._gather_timed_out, self.rounds))
                   if any(gathered for _, _, gathered in batch) else None)
         self._thread.run(writes, self.loop, functools.partial(self._end_round, batch, started), gather)
+
+    def _ended_here(self) -> None:
+        """After a round run on the loop (`herald.broker.lone_rounds`): no wait for
+        its writer to come back (nobody else wrote): the next append starts the next round."""
+        if self.gather_target < 0:  # its next append already came (pipelined): see `arrived`
+            return
+        self.gather_target = -1
+        if self._waiting or self._wants or self._gate:
+            self.loop.call_soon(self._open_next_round)
+        else:
+            self._running = False
 
     def _end_round(self, batch: list[Waiter], started: float, result: Outcomes | BaseException) -> None:
         METRICS.sync_round_seconds.observe(time.perf_counter() - started)

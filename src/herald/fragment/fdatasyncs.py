@@ -90,7 +90,7 @@ class SyncAverage:
     1.4-2.4; a spool's data and commit line synced side by side mean 0.66-0.71, p50
     0.15-0.17), so a lone writer's round is synced in place rather than logged
     (`herald.fragment.commit_log.CommitLog.takes_lone`), and its round's time is
-    added here (`herald.broker.sync_rounds`) until the average falls under half of
+    added here (`herald.fragment.rounds.write_round`) until the average falls under half of
     `SLOW_SYNC_S`: with one threshold, the quicker in-place rounds alone would
     send the lone writer back to the log and the rounds would switch back and
     forth. Not thread-safe: one writer (the sync round thread)."""

@@ -20,6 +20,7 @@ Runs in an executor thread; the asyncio side is `herald.broker.sync_rounds`.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Sequence
 
 from herald.fragment.commit_log import INLINE_BYTES, CommitLog
@@ -42,13 +43,15 @@ LOG_MIN_GROUPS = 2
 def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | HeraldError]:
     """Make every group of a round durable together; each one's body SHA1s, or the
     error that failed it (and only it). Blocking: run it in an executor."""
-    pinned = _pin(writes)
+    started, pinned = time.perf_counter(), _pin(writes)
+    timed = None
     try:
         if (commit_log := logged_to(writes)) is not None:
             _write_then_log(writes, commit_log)
         elif uses_syncfs(writes):
             _write_then_syncfs(writes)
         else:
+            timed = _lone_declined(writes)
             for write in writes:
                 write.step(write.write_data)
             for write in writes:
@@ -56,6 +59,18 @@ def write_round(writes: Sequence[GroupWrite]) -> list[list[str] | OSError | Hera
         return [_outcome(write) for write in writes]
     finally:
         _unpin(pinned)
+        if timed is not None:  # how the log learns that the disk is quick again
+            timed.sync_average.add(time.perf_counter() - started)
+
+
+def _lone_declined(writes: Sequence[GroupWrite]) -> CommitLog | None:
+    """The commit log that just declined ``writes`` (`logged_to`), if they are one
+    group small enough for it (`CommitLog.takes_lone`: its syncs averaged slow, or
+    the segment had no room): their round, synced in place, is timed into the
+    log's `sync_average`, else the log would never see a quick sync again."""
+    if len(writes) != 1 or (commit_log := writes[0].spool.commit_log) is None:
+        return None
+    return commit_log if writes[0].size < commit_log.lone_bytes else None
 
 
 def _pin(writes: Sequence[GroupWrite]) -> list[GroupWrite]:
