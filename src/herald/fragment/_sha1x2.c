@@ -241,18 +241,23 @@ static PyObject *sha1_digest(SHA1Object *self, PyObject *Py_UNUSED(ignored))
     return PyBytes_FromStringAndSize((const char *)out, 20);
 }
 
-static PyObject *sha1_hexdigest(SHA1Object *self, PyObject *Py_UNUSED(ignored))
+static void hex40(const uint8_t digest[20], char text[40])
 {
     static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 20; i++) {
+        text[2 * i] = hex[digest[i] >> 4];
+        text[2 * i + 1] = hex[digest[i] & 15];
+    }
+}
+
+static PyObject *sha1_hexdigest(SHA1Object *self, PyObject *Py_UNUSED(ignored))
+{
     uint8_t out[20];
     char text[40];
     lock(self);
     final_digest(self, out);
     PyThread_release_lock(self->lock);
-    for (int i = 0; i < 20; i++) {
-        text[2 * i] = hex[out[i] >> 4];
-        text[2 * i + 1] = hex[out[i] & 15];
-    }
+    hex40(out, text);
     return PyUnicode_FromStringAndSize(text, 40);
 }
 
@@ -342,10 +347,96 @@ static PyObject *update_both(PyObject *module, PyObject *const *args, Py_ssize_t
     Py_RETURN_NONE;
 }
 
+/* Each of n bodies into `running` and into a SHA1 of its own; their digests, and
+ * the running one's after them in `last`. No Python object is touched. */
+static void seal_group(SHA1Object *running, const Py_buffer *views, Py_ssize_t n, uint8_t (*digests)[20],
+                       uint8_t last[20])
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        SHA1Object body;
+        memcpy(body.h, IV, sizeof IV);
+        body.length = 0;
+        body.buffered = 0;
+        update2(running, &body, views[i].buf, (size_t)views[i].len);
+        final_digest(&body, digests[i]);
+    }
+    final_digest(running, last);
+}
+
+/* seal(running, contents) -> (sums, running_hex): a small group's hashing in one
+ * call. Each body of `contents` goes to `running` and to a SHA1 of its own in one
+ * interleaved pass (update2), and the call returns each body's hex digest and the
+ * running one's after them. At 16 journals a round seals one small group per
+ * append, and a Python loop of `update_both`, a new object and a hexdigest per body
+ * cost 3.2 us per two 1 KiB bodies where the hashing itself takes ~1.1. The GIL is
+ * dropped once for the whole group when it holds GIL_MINSIZE bytes or more. */
+static PyObject *seal(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !Py_IS_TYPE(args[0], &SHA1Type)) {
+        PyErr_SetString(PyExc_TypeError, "seal(running, contents): running is this module's SHA1");
+        return NULL;
+    }
+    SHA1Object *running = (SHA1Object *)args[0];
+    PyObject *seq = PySequence_Fast(args[1], "seal: contents must be a sequence of bytes");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), got = 0, i;
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    Py_buffer *views = PyMem_Calloc(n ? (size_t)n : 1, sizeof(Py_buffer));
+    uint8_t (*digests)[20] = PyMem_Malloc((n ? (size_t)n : 1) * 20);
+    PyObject *sums = NULL, *result = NULL;
+    size_t total = 0;
+    uint8_t last[20];
+    if (views == NULL || digests == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < n; got++) {
+        if (get_bytes(items[got], &views[got]) < 0)
+            goto done;
+        total += (size_t)views[got].len;
+    }
+    lock(running);
+    if (total >= GIL_MINSIZE) {
+        Py_BEGIN_ALLOW_THREADS
+        seal_group(running, views, n, digests, last);
+        Py_END_ALLOW_THREADS
+    } else {
+        seal_group(running, views, n, digests, last);  /* a small group: no GIL hand-off */
+    }
+    PyThread_release_lock(running->lock);
+    if ((sums = PyList_New(n)) == NULL)
+        goto done;
+    for (i = 0; i < n; i++) {
+        char text[40];
+        hex40(digests[i], text);
+        PyObject *sum = PyUnicode_FromStringAndSize(text, 40);
+        if (sum == NULL)
+            goto done;
+        PyList_SET_ITEM(sums, i, sum);
+    }
+    char text[40];
+    hex40(last, text);
+    PyObject *running_hex = PyUnicode_FromStringAndSize(text, 40);
+    if (running_hex != NULL)
+        result = PyTuple_Pack(2, sums, running_hex);
+    Py_XDECREF(running_hex);
+done:
+    for (i = 0; i < got; i++)
+        PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(digests);
+    Py_XDECREF(sums);
+    Py_DECREF(seq);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"sha1", (PyCFunction)(void (*)(void))new_sha1, METH_FASTCALL, "A new SHA1, optionally fed its first bytes."},
     {"update_both", (PyCFunction)(void (*)(void))update_both, METH_FASTCALL,
      "Feed the same bytes to two SHA1s in one interleaved pass."},
+    {"seal", (PyCFunction)(void (*)(void))seal, METH_FASTCALL,
+     "Hash a group's bodies into a running SHA1: each body's hex digest and the running one's."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -173,8 +173,8 @@ class GroupWrite:
         """Hash the group's bodies and build its commit line (carrying the fragment's
         SHA1 after them): the one step every kind of round shares, so a group whose
         bytes were hashed elsewhere (`herald.fragment.spool_stream`) overrides it once."""
-        self._sums = self.spool._hash(self.contents, self.BODY_SUMS)
-        self._line, self._first, self._fragment_sum = self.spool._record_line(self.registers, self.now_unix)
+        self._sums, running = self.spool._seal(self.contents, self.BODY_SUMS)
+        self._line, self._first, self._fragment_sum = self.spool._record_line(self.registers, self.now_unix, running)
 
     def finish(self) -> list[str]:
         """Each body's SHA1 once both syncs returned; raises what failed, if anything."""
