@@ -164,8 +164,8 @@ def _write_placed(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None:
     erase should the round fail); the write-back of the chunks completed started
     (bytes past a committed end, should it fail, are cut at recovery [I-FRAG-2]).
     Raises OSError."""
+    GroupWrite.write_placed(writes)
     for write in writes:
-        write.write_placed()
         write.next_fragment = write.spool.fragment_after(write._fragment_sum)
         if write.answer_ahead is not None:
             write.answers = write.answer_ahead(write)

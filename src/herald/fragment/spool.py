@@ -150,10 +150,16 @@ class Spool(SpoolDescriptors, SpoolPrecommits):
         try:
             pwrite_all(self._fd, buffers, at)
         except OSError as err:
-            if buffers is contents or err.errno not in (errno.ENOSPC, errno.EDQUOT):
-                raise
-            self._data_allocated = at
-            pwrite_all(self._fd, contents, at)
+            self._padded_write_failed(buffers, contents, at, err)
+
+    def _padded_write_failed(self, buffers: Sequence[bytes], contents: Sequence[bytes], at: int,
+                             err: OSError) -> None:
+        """A write of ``contents`` and their padding (``buffers``) failed with ``err``:
+        on a full disk, the bodies alone (they may still fit); else raises ``err``."""
+        if buffers is contents or err.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise err
+        self._data_allocated = at
+        pwrite_all(self._fd, contents, at)
 
     def with_zero_padding(self, contents: Sequence[bytes], at: int, size: int | None = None) -> Sequence[bytes]:
         """``contents`` (to be written at file offset ``at``), plus zeros ahead of
