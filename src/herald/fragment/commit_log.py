@@ -67,7 +67,7 @@ from pathlib import Path
 from herald.durable import fsync_directory, make_durable_dirs
 from herald.fragment.commit_log_lines import DeferredLines
 from herald.fragment.commit_log_worker import LogWorker, checkpoint, room_for, write_back_file, write_zeros, zeroed_file
-from herald.fragment.fdatasyncs import SyncAverage
+from herald.fragment.fdatasyncs import SyncAverage, fdatasync_twice
 from herald.fragment.whole_writes import pwrite_all
 from herald.fragment.writeback import chunks_completed, write_back_range
 
@@ -203,13 +203,13 @@ class CommitLog:
                 write_back_range(self._fd, at, at + size)
                 meanwhile()
             started = time.perf_counter()
-            os.fdatasync(self._fd)
+            (fdatasync_twice if len(frames) > 1 else os.fdatasync)(self._fd)  # many journals' round: twice
             self.sync_average.add(time.perf_counter() - started)
         except OSError:
             self._forget(at, size)
             raise
         finally:
-            self.count_syncs("fdatasync", 1)
+            self.count_syncs("fdatasync", 1 + (len(frames) > 1))
         self._pos = at + size
         self._dirty.update(directories)
         if lines:  # before a rotation below: its checkpoint must find them written
