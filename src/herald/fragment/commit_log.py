@@ -192,7 +192,7 @@ class CommitLog:
             raise OSError(errno.EBADF, "the commit log is closed")
         buffers = [part for parts in frames for part in parts]
         size = sum(map(len, buffers))
-        at = self._pos
+        at, twice = self._pos, len(frames) > 1 and self.sync_average.slow  # many journals, contended disk
         try:
             if at + size > self._allocated:
                 with self._segment_lock:  # growth ahead may be under way: wait, look again
@@ -203,13 +203,13 @@ class CommitLog:
                 write_back_range(self._fd, at, at + size)
                 meanwhile()
             started = time.perf_counter()
-            (fdatasync_twice if len(frames) > 1 else os.fdatasync)(self._fd)  # many journals' round: twice
+            (fdatasync_twice if twice else os.fdatasync)(self._fd)
             self.sync_average.add(time.perf_counter() - started)
         except OSError:
             self._forget(at, size)
             raise
         finally:
-            self.count_syncs("fdatasync", 1 + (len(frames) > 1))
+            self.count_syncs("fdatasync", 1 + twice)
         self._pos = at + size
         self._dirty.update(directories)
         if lines:  # before a rotation below: its checkpoint must find them written
