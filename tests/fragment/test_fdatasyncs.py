@@ -7,7 +7,9 @@ import errno
 import os
 import threading
 
-from herald.fragment.fdatasyncs import SLOW_SYNC_S, SyncAverage, SyncHelpers
+import pytest
+
+from herald.fragment.fdatasyncs import SLOW_SYNC_S, SyncAverage, SyncHelpers, fdatasync_twice
 
 
 def test_a_sync_returns_none_once_the_file_is_synced(tmp_path):
@@ -64,3 +66,20 @@ def test_sync_average_turns_slow_once_slow_syncs_dominate_and_back_only_once_the
     for _ in range(400):
         average.add(SLOW_SYNC_S / 10)
     assert not average.slow
+
+
+def test_fdatasync_twice_returns_once_both_synced_and_raises_what_failed(tmp_path):
+    """A round of many journals syncs its log twice at once (`fdatasync_twice`): a
+    file it wrote is synced; a descriptor that cannot be synced raises, after the
+    helper's call returned too (its caller may close the descriptor next)."""
+    path = tmp_path / "log"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        os.pwrite(fd, b"record", 0)
+        fdatasync_twice(fd)
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError) as raised:
+        fdatasync_twice(fd)  # closed: both calls fail
+    assert raised.value.errno == errno.EBADF
+    assert path.read_bytes() == b"record"

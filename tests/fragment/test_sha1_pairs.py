@@ -7,10 +7,12 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import subprocess
+import sys
 
 import pytest
 
-from herald.fragment.spool_sums import PAIRED, GroupSums, hash_inline, new_sha1, update_both
+from herald.fragment.spool_sums import PAIRED, GroupSums, hash_inline, new_sha1, seal_inline, update_both
 
 DATA = os.urandom(300_000)
 CUTS = [0, 1, 55, 56, 63, 64, 65, 119, 120, 128, 2047, 2048, 4096, 70_000]
@@ -71,3 +73,56 @@ def test_the_extension_refuses_text_and_one_object_twice():
     with pytest.raises(ValueError, match="two objects"):
         update_both(sha1, sha1, b"x")
     assert (sha1.name, sha1.digest_size, sha1.block_size) == ("sha1", 20, 64)
+
+
+@pytest.mark.parametrize("cuts", [[], [0], [1024, 1024], [55, 0, 64, 1], [100, 199_900], [3000, 3000, 3000]])
+def test_seal_gives_each_bodys_sha1_and_the_running_one_after_them(cuts):
+    """A small group's seal, in one call where the extension is built and in Python
+    where it is not (a hashlib running SHA1 takes that path everywhere): the same
+    digests as hashlib's, whatever the running SHA1 held before."""
+    contents, pos = [], 0
+    for cut in cuts:
+        contents.append(DATA[pos:pos + cut])
+        pos += cut
+    for running in (new_sha1(), hashlib.sha1()):
+        running.update(b"a partial block of earlier groups")
+        sums, running_hex = seal_inline(running, contents)
+        assert sums == [hashlib.sha1(c).hexdigest() for c in contents]
+        assert running_hex == running.hexdigest() == hashlib.sha1(
+            b"a partial block of earlier groups" + DATA[:pos]).hexdigest()
+
+
+def test_the_extensions_seal_takes_any_bytes_like_body_and_refuses_text():
+    sha1x2 = pytest.importorskip("herald.fragment._sha1x2", reason="the C extension is not built here")
+    running = sha1x2.sha1()
+    sums, _ = sha1x2.seal(running, (memoryview(DATA[:10]), bytearray(DATA[10:20])))
+    assert sums == [hashlib.sha1(DATA[:10]).hexdigest(), hashlib.sha1(DATA[10:20]).hexdigest()]
+    with pytest.raises(TypeError, match="encoded"):
+        sha1x2.seal(running, [b"fine", "text"])
+    assert running.hexdigest() == hashlib.sha1(DATA[:20]).hexdigest()  # a refused group hashes nothing
+    with pytest.raises(TypeError):
+        sha1x2.seal(hashlib.sha1(), [b"x"])
+
+
+def test_a_spool_without_the_extension_hashes_with_hashlib(tmp_path):
+    """Herald works where the extension is not built: a fresh interpreter that cannot
+    import it appends a group to a real spool, and the sums are hashlib's."""
+    script = f"""
+import hashlib, sys
+sys.modules["herald.fragment._sha1x2"] = None  # as if never built: importing it raises ImportError
+from pathlib import Path
+from herald.fragment import spool_sums
+from herald.fragment.spool import Spool
+from herald.protocol.journal import CompressionCodec
+from herald.protocol.labels import LabelSet
+assert not spool_sums.PAIRED
+spool = Spool(Path({str(tmp_path)!r}), "j", 0, CompressionCodec.NONE, LabelSet())
+bodies = [b"one", b"two" * 700]
+assert spool.append_group(bodies, LabelSet(), 1.0) == [hashlib.sha1(b).hexdigest() for b in bodies]
+assert spool.fragment().sum == hashlib.sha1(b"".join(bodies)).hexdigest()
+print("hashlib")
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "hashlib"

@@ -14,8 +14,11 @@
  * Updates of 2 KiB or more drop the GIL, as hashlib's do; each object has a lock. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -241,18 +244,23 @@ static PyObject *sha1_digest(SHA1Object *self, PyObject *Py_UNUSED(ignored))
     return PyBytes_FromStringAndSize((const char *)out, 20);
 }
 
-static PyObject *sha1_hexdigest(SHA1Object *self, PyObject *Py_UNUSED(ignored))
+static void hex40(const uint8_t digest[20], char text[40])
 {
     static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 20; i++) {
+        text[2 * i] = hex[digest[i] >> 4];
+        text[2 * i + 1] = hex[digest[i] & 15];
+    }
+}
+
+static PyObject *sha1_hexdigest(SHA1Object *self, PyObject *Py_UNUSED(ignored))
+{
     uint8_t out[20];
     char text[40];
     lock(self);
     final_digest(self, out);
     PyThread_release_lock(self->lock);
-    for (int i = 0; i < 20; i++) {
-        text[2 * i] = hex[out[i] >> 4];
-        text[2 * i + 1] = hex[out[i] & 15];
-    }
+    hex40(out, text);
     return PyUnicode_FromStringAndSize(text, 40);
 }
 
@@ -342,10 +350,209 @@ static PyObject *update_both(PyObject *module, PyObject *const *args, Py_ssize_t
     Py_RETURN_NONE;
 }
 
+/* Each of n bodies into `running` and into a SHA1 of its own; their digests, and
+ * the running one's after them in `last`. Called with the GIL held; a body of
+ * GIL_MINSIZE bytes or more is hashed without it, as `update_both` would (a whole
+ * group of small bodies is not: the round thread would then wait to get the GIL
+ * back from the event loop, in the middle of its round). */
+static void seal_group(SHA1Object *running, const Py_buffer *views, Py_ssize_t n, uint8_t (*digests)[20],
+                       uint8_t last[20])
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        SHA1Object body;
+        memcpy(body.h, IV, sizeof IV);
+        body.length = 0;
+        body.buffered = 0;
+        if (views[i].len >= GIL_MINSIZE) {
+            Py_BEGIN_ALLOW_THREADS
+            update2(running, &body, views[i].buf, (size_t)views[i].len);
+            Py_END_ALLOW_THREADS
+        } else {
+            update2(running, &body, views[i].buf, (size_t)views[i].len);
+        }
+        final_digest(&body, digests[i]);
+    }
+    final_digest(running, last);
+}
+
+/* seal(running, contents) -> (sums, running_hex): a small group's hashing in one
+ * call. Each body of `contents` goes to `running` and to a SHA1 of its own in one
+ * interleaved pass (update2), and the call returns each body's hex digest and the
+ * running one's after them. At 16 journals a round seals one small group per
+ * append, and a Python loop of `update_both`, a new object and a hexdigest per body
+ * cost 2.9-3.2 us per two 1 KiB bodies against 2.4-2.5 here, the hashing itself
+ * ~1.7 of it. The GIL is dropped as `update_both` drops it (see seal_group). */
+static PyObject *seal(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !Py_IS_TYPE(args[0], &SHA1Type)) {
+        PyErr_SetString(PyExc_TypeError, "seal(running, contents): running is this module's SHA1");
+        return NULL;
+    }
+    SHA1Object *running = (SHA1Object *)args[0];
+    PyObject *seq = PySequence_Fast(args[1], "seal: contents must be a sequence of bytes");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), got = 0, i;
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    Py_buffer *views = PyMem_Calloc(n ? (size_t)n : 1, sizeof(Py_buffer));
+    uint8_t (*digests)[20] = PyMem_Malloc((n ? (size_t)n : 1) * 20);
+    PyObject *sums = NULL, *result = NULL;
+    uint8_t last[20];
+    if (views == NULL || digests == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < n; got++) {
+        if (get_bytes(items[got], &views[got]) < 0)
+            goto done;
+    }
+    lock(running);
+    seal_group(running, views, n, digests, last);
+    PyThread_release_lock(running->lock);
+    if ((sums = PyList_New(n)) == NULL)
+        goto done;
+    for (i = 0; i < n; i++) {
+        char text[40];
+        hex40(digests[i], text);
+        PyObject *sum = PyUnicode_FromStringAndSize(text, 40);
+        if (sum == NULL)
+            goto done;
+        PyList_SET_ITEM(sums, i, sum);
+    }
+    char text[40];
+    hex40(last, text);
+    PyObject *running_hex = PyUnicode_FromStringAndSize(text, 40);
+    if (running_hex != NULL)
+        result = PyTuple_Pack(2, sums, running_hex);
+    Py_XDECREF(running_hex);
+done:
+    for (i = 0; i < got; i++)
+        PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(digests);
+    Py_XDECREF(sums);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* One write of pwrite_each: a descriptor, its buffers' views as iovecs, the offset,
+ * and the errno it ended with (0: every byte written). */
+typedef struct {
+    int fd;
+    long long at;
+    Py_ssize_t first, count;  /* its iovecs in the shared array */
+    int err;
+} Job;
+
+/* Write iov[0..count) at `at` in full: pwritev may stop short (a signal, a disk
+ * filling up part-way) and still succeed; the rest is written, never dropped. */
+static int write_whole(int fd, struct iovec *iov, Py_ssize_t count, long long at)
+{
+    while (count > 0) {
+        int batch = count > IOV_MAX ? IOV_MAX : (int)count;
+        ssize_t done = pwritev(fd, iov, batch, (off_t)at);
+        if (done < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        at += done;
+        while (count > 0 && (size_t)done >= iov->iov_len) {
+            done -= (ssize_t)iov->iov_len;
+            iov++;
+            count--;
+        }
+        if (count > 0) {
+            iov->iov_base = (char *)iov->iov_base + done;
+            iov->iov_len -= (size_t)done;
+        }
+    }
+    return 0;
+}
+
+/* pwrite_each(jobs) -> errnos: each (fd, buffers, offset) of `jobs` written in full
+ * (as herald.fragment.whole_writes.pwrite_all), all of them with the GIL dropped
+ * once; each job's errno, 0 where it was written. At 16 journals a logged round
+ * writes one small group to each spool while its log syncs: a Python call chain
+ * and a GIL hand-off per group there, one call here. A failed job does not stop
+ * the others (the caller fails the round on any error). */
+static PyObject *pwrite_each(PyObject *module, PyObject *arg)
+{
+    PyObject *jobs_seq = PySequence_Fast(arg, "pwrite_each: jobs must be a sequence of (fd, buffers, offset)");
+    if (jobs_seq == NULL)
+        return NULL;
+    Py_ssize_t njobs = PySequence_Fast_GET_SIZE(jobs_seq), nviews = 0, got = 0, i, j;
+    PyObject **job_items = PySequence_Fast_ITEMS(jobs_seq);
+    PyObject **buffer_seqs = PyMem_Calloc(njobs ? (size_t)njobs : 1, sizeof(PyObject *));
+    Job *jobs = PyMem_Calloc(njobs ? (size_t)njobs : 1, sizeof(Job));
+    Py_buffer *views = NULL;
+    struct iovec *iov = NULL;
+    PyObject *result = NULL;
+    if (buffer_seqs == NULL || jobs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (i = 0; i < njobs; i++) {
+        PyObject *buffers;
+        if (!PyArg_ParseTuple(job_items[i], "iOL;pwrite_each: each job is (fd, buffers, offset)",
+                              &jobs[i].fd, &buffers, &jobs[i].at))
+            goto done;
+        if ((buffer_seqs[i] = PySequence_Fast(buffers, "pwrite_each: buffers must be a sequence")) == NULL)
+            goto done;
+        jobs[i].first = nviews;
+        jobs[i].count = PySequence_Fast_GET_SIZE(buffer_seqs[i]);
+        nviews += jobs[i].count;
+    }
+    views = PyMem_Calloc(nviews ? (size_t)nviews : 1, sizeof(Py_buffer));
+    iov = PyMem_Calloc(nviews ? (size_t)nviews : 1, sizeof(struct iovec));
+    if (views == NULL || iov == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (i = 0; i < njobs; i++) {
+        PyObject **items = PySequence_Fast_ITEMS(buffer_seqs[i]);
+        for (j = 0; j < jobs[i].count; j++, got++) {
+            if (get_bytes(items[j], &views[got]) < 0)
+                goto done;
+            iov[got].iov_base = views[got].buf;
+            iov[got].iov_len = (size_t)views[got].len;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (i = 0; i < njobs; i++)
+        jobs[i].err = write_whole(jobs[i].fd, iov + jobs[i].first, jobs[i].count, jobs[i].at);
+    Py_END_ALLOW_THREADS
+    if ((result = PyList_New(njobs)) == NULL)
+        goto done;
+    for (i = 0; i < njobs; i++) {
+        PyObject *err = PyLong_FromLong(jobs[i].err);
+        if (err == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, i, err);
+    }
+done:
+    for (i = 0; i < got; i++)
+        PyBuffer_Release(&views[i]);
+    for (i = 0; buffer_seqs != NULL && i < njobs; i++)
+        Py_XDECREF(buffer_seqs[i]);
+    PyMem_Free(views);
+    PyMem_Free(iov);
+    PyMem_Free(jobs);
+    PyMem_Free(buffer_seqs);
+    Py_DECREF(jobs_seq);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"sha1", (PyCFunction)(void (*)(void))new_sha1, METH_FASTCALL, "A new SHA1, optionally fed its first bytes."},
     {"update_both", (PyCFunction)(void (*)(void))update_both, METH_FASTCALL,
      "Feed the same bytes to two SHA1s in one interleaved pass."},
+    {"pwrite_each", (PyCFunction)pwrite_each, METH_O,
+     "Write each (fd, buffers, offset) in full, the GIL dropped once; each one's errno (0: written)."},
+    {"seal", (PyCFunction)(void (*)(void))seal, METH_FASTCALL,
+     "Hash a group's bodies into a running SHA1: each body's hex digest and the running one's."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,5 +1,7 @@
 """Type stub of the C extension `herald.fragment._sha1x2` (see its source)."""
 
+from collections.abc import Sequence
+
 from _typeshed import ReadableBuffer as Buffer
 
 class SHA1:
@@ -13,3 +15,4 @@ class SHA1:
 
 def sha1(data: Buffer = ..., /) -> SHA1: ...
 def update_both(first: SHA1, second: SHA1, data: Buffer, /) -> None: ...
+def seal(running: SHA1, contents: Sequence[Buffer], /) -> tuple[list[str], str]: ...

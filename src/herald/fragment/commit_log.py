@@ -67,7 +67,7 @@ from pathlib import Path
 from herald.durable import fsync_directory, make_durable_dirs
 from herald.fragment.commit_log_lines import DeferredLines
 from herald.fragment.commit_log_worker import LogWorker, checkpoint, room_for, write_back_file, write_zeros, zeroed_file
-from herald.fragment.fdatasyncs import SyncAverage
+from herald.fragment.fdatasyncs import SyncAverage, fdatasync_twice
 from herald.fragment.whole_writes import pwrite_all
 from herald.fragment.writeback import chunks_completed, write_back_range
 
@@ -192,7 +192,7 @@ class CommitLog:
             raise OSError(errno.EBADF, "the commit log is closed")
         buffers = [part for parts in frames for part in parts]
         size = sum(map(len, buffers))
-        at = self._pos
+        at, twice = self._pos, len(frames) > 1 and self.sync_average.slow  # many journals, contended disk
         try:
             if at + size > self._allocated:
                 with self._segment_lock:  # growth ahead may be under way: wait, look again
@@ -203,13 +203,13 @@ class CommitLog:
                 write_back_range(self._fd, at, at + size)
                 meanwhile()
             started = time.perf_counter()
-            os.fdatasync(self._fd)
+            (fdatasync_twice if twice else os.fdatasync)(self._fd)
             self.sync_average.add(time.perf_counter() - started)
         except OSError:
             self._forget(at, size)
             raise
         finally:
-            self.count_syncs("fdatasync", 1)
+            self.count_syncs("fdatasync", 1 + twice)
         self._pos = at + size
         self._dirty.update(directories)
         if lines:  # before a rotation below: its checkpoint must find them written

@@ -132,7 +132,8 @@ def uses_syncfs(writes: Sequence[GroupWrite]) -> bool:
 
 def _write_then_log(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None:
     """Every group's data to the page cache, then one record each in the commit log
-    and one fdatasync of it for the round; the commit lines are left to the log
+    and one fdatasync of it for the round (issued twice at once while the log's
+    syncs average slow: `herald.fragment.fdatasyncs.fdatasync_twice`); the commit lines are left to the log
     (`CommitLog.defer`). A group of `INLINE_BYTES` or more is not copied into the
     log: its data fdatasync runs beside the log's, and the round's lines are then
     written in place (that sync may still fail the round once logged). A failed log
@@ -179,8 +180,8 @@ def _write_placed(writes: Sequence[GroupWrite], commit_log: CommitLog) -> None:
     erase should the round fail); the write-back of the chunks completed started
     (bytes past a committed end, should it fail, are cut at recovery [I-FRAG-2]).
     Raises OSError."""
+    GroupWrite.write_placed(writes)
     for write in writes:
-        write.write_placed()
         write.next_fragment = write.spool.fragment_after(write._fragment_sum)
         if write.answer_ahead is not None:
             write.answers = write.answer_ahead(write)
