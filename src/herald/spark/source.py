@@ -357,8 +357,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         freeze_imports()
         lean_http()  # an executor's first task: httpcore without trio (herald.spark.datasource)
-        saves = BackgroundSaves()
-        with kept_client(self.opts, "read") as client:  # the worker's, not one per slice (herald.spark.kept)
+        with BackgroundSaves() as saves, kept_client(self.opts, "read") as client:  # the worker's (herald.spark.kept)
             for part in partition.value:
                 yield from project(with_keys(read_slice(part, client, saves), part.opts.key_field,
                                              part.opts.json_fields), part.opts)
