@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from herald.protocol.errors import ValidationError
-from herald.spark.fields import field_columns, field_text, line_columns, parse_json_fields
+from herald.spark.fields import field_columns, field_text, line_columns, parse_json_fields, with_dedupe_key, with_fields
 from herald.spark.options import HeraldOptions
 from herald.testing import Producer, make_journals
 from tests.spark.spark_helpers import herald_read, run_stream, stream_rows
@@ -57,6 +57,29 @@ def test_a_batch_of_plain_events_parses_in_bulk():
     assert _bulk_columns(pa.array([b'{"messageId":1}'] * 3), FIELDS) is None  # not a string: line by line
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(lines, max_size=12), st.booleans())
+def test_the_dedupe_key_is_the_field_else_the_position(values, also_a_json_field):
+    """``dedupe_key``: the field as ``json_<field>`` reads it, or ``<journal>:<begin>``
+    where that is null, whether or not ``jsonFields`` names the field too."""
+    begins = [1000 + 37 * i for i in range(len(values))]
+    batch = pa.RecordBatch.from_arrays([pa.array(["a/journal"] * len(values)), pa.array(begins, pa.int64()),
+                                        pa.array(values, pa.binary())], names=["journal", "begin", "value"])
+    batches = iter([batch])
+    if also_a_json_field:
+        batches = with_fields(batches, ["timestamp", "messageId"])
+    [out] = list(with_dedupe_key(batches, "messageId"))
+    [texts] = line_columns(values, ["messageId"])
+    want = [text if text is not None else f"a/journal:{begin}" for text, begin in zip(texts.to_pylist(), begins)]
+    assert out.column(out.schema.get_field_index("dedupe_key")).to_pylist() == want
+    assert out.schema.names[-1] == "dedupe_key" and out.num_columns == batch.num_columns + 1 + 2 * also_a_json_field
+
+
+def test_a_bad_dedupe_key_option_is_an_error_naming_it():
+    with pytest.raises(ValidationError, match="dedupeKey.*comma or backtick"):
+        HeraldOptions.parse({"broker": "http://localhost:1", "dedupeKey": "a,b"}, streaming=False)
+
+
 @pytest.mark.parametrize("value, text", [
     (17, "17"), (True, "true"), (False, "false"), (1.5, "1.5"), (1000.0, "1000.0"), (1e-4, "1.0E-4"),
     (123456789.5, "1.234567895E8"), (-2.5e300, "-2.5E300"), ({"a": [1, "x"]}, '{"a":[1,"x"]}'), (None, None),
@@ -83,13 +106,16 @@ def test_the_columns_equal_from_json_in_spark(spark, broker, client, tmp_path):
     for i in range(10):
         Producer(client).committed(journal, {"messageId": f"m-{i}", "timestamp": f"2026-01-0{i % 9 + 1}"})
     client.append(journal, b"\n".join(line.replace(b"\n", b" ") for line in ODD_LINES) + b"\n")
-    df = herald_read(spark, broker, "app=fields", jsonFields="messageId,timestamp", onDecodeError="skip")
+    df = herald_read(spark, broker, "app=fields", jsonFields="messageId,timestamp", dedupeKey="messageId",
+                     onDecodeError="skip")
     schema = StructType([StructField(name, StringType()) for name in FIELDS])
     doc = F.from_json(F.col("value").cast("string"), schema)
-    rows = df.select("json_messageId", "json_timestamp", doc["messageId"].alias("m"),
-                     doc["timestamp"].alias("t")).collect()
+    position = F.concat(F.col("journal"), F.lit(":"), F.col("begin").cast("string"))
+    rows = df.select("json_messageId", "json_timestamp", "dedupe_key", doc["messageId"].alias("m"),
+                     doc["timestamp"].alias("t"), F.coalesce(doc["messageId"], position).alias("k")).collect()
     assert len(rows) >= 10 + 15  # the Producer's events and the odd lines the framing lets through
-    assert [(r.json_messageId, r.json_timestamp) for r in rows] == [(r.m, r.t) for r in rows]
+    assert [(r.json_messageId, r.json_timestamp, r.dedupe_key) for r in rows] == [(r.m, r.t, r.k) for r in rows]
+    assert any(r.m is None for r in rows)  # some are keyed by their position
 
     stream_journal = make_journals(broker, "fields/b", labels={"app": "fields-stream"})[0]
     for i in range(10):

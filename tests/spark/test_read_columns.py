@@ -47,6 +47,9 @@ def test_select_columns_keeps_the_schema_order_and_builds_value_for_keys():
     schema = StructType([StructField("key", StringType()), StructField("begin", LongType())])
     opts = select_columns(schema, _opts(keyField="messageId"))
     assert opts.columns == ("key", "begin") and built_columns(opts) == {"begin", "value"}
+    schema = StructType([StructField("value", BinaryType()), StructField("dedupe_key", StringType())])
+    opts = select_columns(schema, _opts(dedupeKey="messageId"))  # a keyless message is keyed by its position
+    assert opts.columns == ("value", "dedupe_key") and built_columns(opts) == {"journal", "begin", "value"}
 
 
 @pytest.mark.parametrize(("fields", "message"), [

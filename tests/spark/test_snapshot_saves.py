@@ -25,21 +25,31 @@ def _opts(broker, selector: str, state, **extra: str) -> HeraldOptions:
 
 
 def test_background_saves_are_on_disk_once_waited_for(tmp_path):
-    store, saves = SnapshotStore(str(tmp_path)), BackgroundSaves()
+    store = SnapshotStore(str(tmp_path))
     snapshots = {offset: Snapshot(offset + 7, Checkpoint({})) for offset in (100, 200, 300)}
-    for offset, snap in snapshots.items():
-        saves.save(store, "a/journal", offset, snap)
-    saves.wait()
+    with BackgroundSaves() as saves:
+        for offset, snap in snapshots.items():
+            saves.save(store, "a/journal", offset, snap)
+        saves.wait()
     assert {offset: store.load("a/journal", offset) for offset in snapshots} == snapshots
 
 
 def test_a_failed_background_save_fails_the_wait(tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_bytes(b"a file where the state directory should go")
-    saves = BackgroundSaves()
-    saves.save(SnapshotStore(str(blocker)), "j", 1, Snapshot(1, Checkpoint({})))
-    with pytest.raises(OSError):
-        saves.wait()
+    with BackgroundSaves() as saves:
+        saves.save(SnapshotStore(str(blocker)), "j", 1, Snapshot(1, Checkpoint({})))
+        with pytest.raises(OSError):
+            saves.wait()
+
+
+def test_leaving_the_block_on_a_failure_still_waits_for_the_saves_started(tmp_path):
+    store = SnapshotStore(str(tmp_path))
+    snap = Snapshot(9, Checkpoint({}))
+    with pytest.raises(RuntimeError, match="a read failed"), BackgroundSaves() as saves:
+        saves.save(store, "j", 1, snap)
+        raise RuntimeError("a read failed")
+    assert store.load("j", 1) == snap
 
 
 def test_packed_slices_on_the_kept_client_with_background_saves_equal_slices_read_alone(broker, client, tmp_path):

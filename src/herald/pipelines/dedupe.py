@@ -64,8 +64,9 @@ BAND_FRACTION = 0.1
 QUERY_NAME = "herald-dedupe"
 PROGRESS_POLL_S = 1.0
 #: The source's columns the query reads (issue 15: the JVM's cost per row of a
-#: Python source grows with the columns it is sent).
-USED_COLUMNS = "journal string, begin long, timestamp timestamp, value binary"
+#: Python source grows with the columns it is sent): the key comes built by the
+#: source (option dedupeKey), so ``journal`` and ``begin`` are not sent.
+USED_COLUMNS = "timestamp timestamp, value binary, dedupe_key string"
 #: The micro-batch's time in milliseconds, one column computed once per row (`_batch_now_ms`).
 NOW_COLUMN = "__herald_now_ms"
 
@@ -142,23 +143,25 @@ def dedupe_frame(spark: Any, s: DedupeSettings) -> Any:
 
     import herald.spark
     from herald.spark.fields import COLUMN_PREFIX, fields_schema
+    from herald.spark.projection import DEDUPE_KEY
 
     herald.spark.register(spark)
     spark.dataSource.register(ControlSource)
-    fields = [s.key] + ([s.time_field] if s.time_field and s.time_field != s.key else [])
-    # The key and time fields come parsed by the source's Python worker (option
-    # jsonFields: from_json's values, without a second JSON parse in the JVM), and
-    # only the columns used below are built and sent (herald.spark.projection).
-    schema = f"{USED_COLUMNS}, {fields_schema(fields)}"
+    fields = [s.time_field] if s.time_field else []
+    # The key and time fields come parsed by the source's Python worker (options
+    # dedupeKey and jsonFields: from_json's values, without a second JSON parse in
+    # the JVM), and only the columns used below are built and sent
+    # (herald.spark.projection). A message without a key can't be a duplicate: the
+    # source keys it by its position, <journal>:<begin> (herald.spark.fields).
+    schema = ", ".join(part for part in (USED_COLUMNS, fields_schema(fields)) if part)
     src = (spark.readStream.format("herald").schema(schema).option("broker", s.broker).option("selector", s.input)
-           .option("stateLocation", str(Path(s.checkpoint) / "source")).option("jsonFields", ",".join(fields))
-           .option("maxBytesPerTrigger", str(s.max_bytes_per_trigger)).load())
+           .option("stateLocation", str(Path(s.checkpoint) / "source")).option("dedupeKey", s.key)
+           .option("jsonFields", ",".join(fields)).option("maxBytesPerTrigger", str(s.max_bytes_per_trigger)).load())
 
     def field(name: str) -> Any:
         return F.col(f"`{COLUMN_PREFIX}{name}`")
 
-    # A message without a key can't be a duplicate: key it by its position.
-    key = F.coalesce(field(s.key), F.concat(F.col("journal"), F.lit(":"), F.col("begin").cast("string")))
+    key = F.col(DEDUPE_KEY)
     arrival_ms = F.unix_millis(F.col("timestamp"))
     basis = arrival_ms
     if s.time_field:

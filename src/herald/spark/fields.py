@@ -34,10 +34,10 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from herald.spark.options import parse_json_fields
-from herald.spark.projection import COLUMN_PREFIX
+from herald.spark.projection import COLUMN_PREFIX, DEDUPE_KEY
 
 __all__ = ["COLUMN_PREFIX", "field_columns", "field_text", "fields_schema", "line_columns", "parse_json_fields",
-           "with_fields"]
+           "position_keys", "with_dedupe_key", "with_fields"]
 
 _OPEN_BRACE = ord("{")
 # No pyarrow scalars or arrays built at import: pyarrow's first conversion of a Python
@@ -62,6 +62,38 @@ def with_fields(batches: Iterator[pa.RecordBatch], fields: Sequence[str]) -> Ite
         for name in fields:
             schema = schema.append(pa.field(COLUMN_PREFIX + name, pa.string()))
         yield pa.RecordBatch.from_arrays([*batch.columns, *columns], schema=schema)
+
+
+def with_dedupe_key(batches: Iterator[pa.RecordBatch], field: str) -> Iterator[pa.RecordBatch]:
+    """``batches`` with a ``dedupe_key`` column appended (unchanged without a field,
+    option ``dedupeKey``): the field as its ``json_<field>`` column gives it, or
+    ``<journal>:<begin>`` where that is null — a message without a key is unique.
+
+    It is what the dedupe job keyed by in the JVM as ``coalesce(json_<field>,
+    concat(journal, ':', cast(begin as string)))``, built here so that ``journal``
+    and ``begin`` need not be sent to the JVM (issue 15: its cost per row of a
+    Python source grows with the columns and bytes it is sent)."""
+    if not field:
+        yield from batches
+        return
+    for batch in batches:
+        names = batch.schema.names
+        if COLUMN_PREFIX + field in names:  # jsonFields names it too: parsed once
+            parsed = batch.column(names.index(COLUMN_PREFIX + field))
+        else:
+            [parsed] = field_columns(batch.column(names.index("value")), [field])
+        keys = position_keys(parsed, batch.column(names.index("journal")), batch.column(names.index("begin")))
+        yield pa.RecordBatch.from_arrays([*batch.columns, keys], schema=batch.schema.append(
+            pa.field(DEDUPE_KEY, pa.string())))
+
+
+def position_keys(keys: pa.Array, journals: pa.Array, begins: pa.Array) -> pa.Array:
+    """``keys`` with each null replaced by ``<journal>:<begin>`` (decimal, as Spark
+    casts a long to a string); ``keys`` itself when none is null (the common case)."""
+    if not keys.null_count:
+        return keys
+    positions = pc.binary_join_element_wise(journals, pc.cast(begins, pa.string()), ":")
+    return pc.coalesce(keys, positions)
 
 
 def field_columns(values: pa.Array, fields: Sequence[str]) -> list[pa.Array]:

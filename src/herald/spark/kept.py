@@ -18,17 +18,21 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import Literal
 
 from herald.client import BrokerClient
 from herald.spark.options import HeraldOptions
 
-__all__ = ["drop_worker_client", "kept_client", "worker_client"]
+__all__ = ["Use", "drop_worker_client", "kept_client", "worker_client"]
+
+#: What a kept client is for: the sink's tasks and commit runner, or the source's tasks.
+Use = Literal["read", "write"]
 
 #: Clients by use and broker settings, with the pid that built them.
 _clients: dict[tuple[object, ...], tuple[int, BrokerClient]] = {}
 
 
-def worker_client(opts: HeraldOptions, use: str = "write") -> BrokerClient:
+def worker_client(opts: HeraldOptions, use: Use = "write") -> BrokerClient:
     """A client for ``opts``' brokers kept for this process's life and ``use`` (see
     the module docstring); `drop_worker_client` forgets it after a failure."""
     key = (use, opts.brokers, opts.security)
@@ -39,7 +43,7 @@ def worker_client(opts: HeraldOptions, use: str = "write") -> BrokerClient:
 
 
 @contextlib.contextmanager
-def kept_client(opts: HeraldOptions, use: str = "write") -> Iterator[BrokerClient]:
+def kept_client(opts: HeraldOptions, use: Use = "write") -> Iterator[BrokerClient]:
     """`worker_client` for a block that drops it (`drop_worker_client`) if it raises."""
     try:
         yield worker_client(opts, use)
@@ -48,7 +52,7 @@ def kept_client(opts: HeraldOptions, use: str = "write") -> Iterator[BrokerClien
         raise
 
 
-def drop_worker_client(opts: HeraldOptions, use: str = "write") -> None:
+def drop_worker_client(opts: HeraldOptions, use: Use = "write") -> None:
     """Close and forget the kept client: whatever failed a call (a broker gone,
     say), the next one starts with a fresh choice of broker and connections."""
     held = _clients.pop((use, opts.brokers, opts.security), None)

@@ -17,7 +17,8 @@ from collections.abc import Iterator, Mapping, Sequence
 import orjson
 import pyarrow as pa
 
-from herald.spark.fields import fields_schema, parse_json_fields, with_fields
+from herald.spark.fields import fields_schema, parse_json_fields, with_dedupe_key, with_fields
+from herald.spark.projection import DEDUPE_KEY
 
 __all__ = ["KEY_COLUMN", "key_of", "schema_with_key", "with_keys"]
 
@@ -26,17 +27,22 @@ KEY_COLUMN = "key string"
 
 def schema_with_key(schema: str, options: Mapping[str, str]) -> str:
     """The read schema: with a trailing ``key`` column when ``keyField`` is set,
-    then a ``json_<field>`` column per ``jsonFields`` name (`herald.spark.fields`)."""
-    key_field = next((v for k, v in options.items() if k.lower() == "keyfield"), "")
-    fields = fields_schema(parse_json_fields(next((v for k, v in options.items() if k.lower() == "jsonfields"), "")))
-    return ", ".join(part for part in (schema, KEY_COLUMN if key_field else "", fields) if part)
+    then a ``json_<field>`` column per ``jsonFields`` name (`herald.spark.fields`),
+    then ``dedupe_key`` when ``dedupeKey`` is set."""
+    def option(name: str) -> str:
+        return next((v for k, v in options.items() if k.lower() == name), "") or ""
+
+    fields = fields_schema(parse_json_fields(option("jsonfields")))
+    dedupe = f"{DEDUPE_KEY} string" if option("dedupekey").strip() else ""
+    return ", ".join(part for part in (schema, KEY_COLUMN if option("keyfield") else "", fields, dedupe) if part)
 
 
-def with_keys(batches: Iterator[pa.RecordBatch], key_field: str,
-              json_fields: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
+def with_keys(batches: Iterator[pa.RecordBatch], key_field: str, json_fields: Sequence[str] = (),
+              dedupe_key: str = "") -> Iterator[pa.RecordBatch]:
     """``batches`` with a ``key`` column appended (unchanged without ``keyField``),
-    then the ``jsonFields`` columns (`herald.spark.fields.with_fields`)."""
-    yield from with_fields(_keyed(batches, key_field), json_fields)
+    then the ``jsonFields`` columns (`herald.spark.fields.with_fields`), then
+    ``dedupe_key`` (`herald.spark.fields.with_dedupe_key`)."""
+    yield from with_dedupe_key(with_fields(_keyed(batches, key_field), json_fields), dedupe_key)
 
 
 def _keyed(batches: Iterator[pa.RecordBatch], key_field: str) -> Iterator[pa.RecordBatch]:

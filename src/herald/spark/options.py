@@ -33,7 +33,7 @@ _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 #: (``load(path)``) and ``queryName`` (``writeStream.queryName``) are what Spark
 #: itself passes; Herald ignores them.
 KNOWN_OPTIONS = (
-    "appendBytes", "authToken", "broker", "caFile", "certFile", "checkpointLocation", "committed",
+    "appendBytes", "authToken", "broker", "caFile", "certFile", "checkpointLocation", "committed", "dedupeKey",
     "endingOffsets", "failOnDataLoss", "fenceRegister", "includeAcks", "jsonFields", "keyField", "keyFile", "mapping",
     "maxBytesPerTrigger", "maxPartitionBytes", "maxRowsPerTrigger", "minPartitions", "onDecodeError", "path",
     "queryName", "ringSize", "selector", "splitBytes", "startingOffsets", "stateLocation", "trustedCAFile", "uuidField",
@@ -125,6 +125,14 @@ def _brokers(text: str | None) -> tuple[str, ...]:
     return urls
 
 
+def _dedupe_key(text: str | None) -> str:
+    """``dedupeKey``: one top-level field name (empty: no ``dedupe_key`` column)."""
+    name = (text or "").strip()
+    if "`" in name or "," in name:
+        raise ValidationError("dedupeKey", f"want one field name without a comma or backtick, got {text!r}")
+    return name
+
+
 def parse_json_fields(text: str | None) -> tuple[str, ...]:
     """``jsonFields``: comma separated top-level field names (empty: none). Here,
     not in `herald.spark.fields` (pyarrow), because every process that parses
@@ -172,6 +180,7 @@ class HeraldOptions:
     max_rows_per_trigger: int = 0
     key_field: str = ""
     json_fields: tuple[str, ...] = ()
+    dedupe_key: str = ""
     state_location: str = ""
     mapping: str = "modulo"
     include_acks: bool = False
@@ -213,6 +222,7 @@ class HeraldOptions:
             max_rows_per_trigger=_int(options, "maxRowsPerTrigger", 0),
             key_field=_get(options, "keyField", "") or "",
             json_fields=parse_json_fields(_get(options, "jsonFields")),
+            dedupe_key=_dedupe_key(_get(options, "dedupeKey")),
             state_location=_state_location(options),
             mapping=mapping,
             include_acks=_bool(options, "includeAcks", False),

@@ -13,7 +13,8 @@ unchanged (the read-committed Sequencer still decodes every UUID): only the
 output columns are.
 
 A schema must name columns of the read (Herald's nine, ``key`` with
-``keyField``, ``json_<field>`` with ``jsonFields``), each at most once, with its
+``keyField``, ``json_<field>`` with ``jsonFields``, ``dedupe_key`` with
+``dedupeKey``), each at most once, with its
 type; anything else is a `ValidationError` naming the column.
 """
 
@@ -29,10 +30,12 @@ from herald.spark.options import HeraldOptions
 if TYPE_CHECKING:  # no pyarrow at import: a stream's fresh source runner plans with this module
     import pyarrow as pa
 
-__all__ = ["COLUMN_PREFIX", "HERALD_TYPES", "built_columns", "project", "read_columns", "select_columns"]
+__all__ = ["COLUMN_PREFIX", "DEDUPE_KEY", "HERALD_TYPES", "built_columns", "project", "read_columns", "select_columns"]
 
 #: ``json_<field>``: Herald's own columns (``timestamp``, ``value``, ``key``) never collide.
 COLUMN_PREFIX = "json_"
+#: The ``dedupeKey`` option's column (`herald.spark.fields.with_dedupe_key`).
+DEDUPE_KEY = "dedupe_key"
 
 #: Herald's own columns and their Spark types (as `DataType.simpleString` spells them).
 HERALD_TYPES = {"journal": "string", "begin": "bigint", "end": "bigint", "uuid": "string", "producer": "string",
@@ -45,6 +48,8 @@ def read_columns(opts: HeraldOptions) -> dict[str, str]:
     if opts.key_field:
         columns["key"] = "string"
     columns.update({COLUMN_PREFIX + name: "string" for name in opts.json_fields})
+    if opts.dedupe_key:
+        columns[DEDUPE_KEY] = "string"
     return columns
 
 
@@ -75,13 +80,16 @@ def select_columns(schema: Any, opts: HeraldOptions) -> HeraldOptions:
 
 
 def built_columns(opts: HeraldOptions) -> frozenset[str] | None:
-    """Herald's columns the tasks build (None: all): those asked for, and ``value``
-    when the key or JSON field columns are computed from it."""
+    """Herald's columns the tasks build (None: all): those asked for, ``value``
+    when the key or JSON field columns are computed from it, and ``journal`` and
+    ``begin`` for ``dedupe_key`` (a message without the field is keyed by them)."""
     if not opts.columns:
         return None
     built = {name for name in opts.columns if name in HERALD_TYPES}
-    if opts.key_field or opts.json_fields:
+    if opts.key_field or opts.json_fields or opts.dedupe_key:
         built.add("value")
+    if opts.dedupe_key:
+        built.update(("journal", "begin"))
     return frozenset(built)
 
 

@@ -170,7 +170,8 @@ class BatchReader(DataSourceReader):
         freeze_imports()
         lean_http()  # an executor's first task: httpcore without trio (herald.spark.datasource)
         opts = partition.value.opts
-        yield from project(with_keys(self._read_part(partition.value), opts.key_field, opts.json_fields), opts)
+        yield from project(with_keys(self._read_part(partition.value), opts.key_field, opts.json_fields,
+                                     opts.dedupe_key), opts)
 
     def _read_part(self, part: BatchPart) -> Iterator[pa.RecordBatch]:
         if not part.pieces:
@@ -357,11 +358,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         freeze_imports()
         lean_http()  # an executor's first task: httpcore without trio (herald.spark.datasource)
-        saves = BackgroundSaves()
-        with kept_client(self.opts, "read") as client:  # the worker's, not one per slice (herald.spark.kept)
+        with BackgroundSaves() as saves, kept_client(self.opts, "read") as client:  # the worker's (herald.spark.kept)
             for part in partition.value:
                 yield from project(with_keys(read_slice(part, client, saves), part.opts.key_field,
-                                             part.opts.json_fields), part.opts)
+                                             part.opts.json_fields, part.opts.dedupe_key), part.opts)
             saves.wait()  # the task ends only once every snapshot it saved is durable
 
     def commit(self, end: dict) -> None:

@@ -18,7 +18,8 @@ import json
 import logging
 import os
 import tempfile
-import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -126,8 +127,8 @@ class SnapshotStore:
 
 
 class BackgroundSaves:
-    """A read task's snapshot saves, each on a thread of its own beside the task's
-    reading, all awaited by `wait` before the task ends.
+    """A read task's snapshot saves, run beside the task's reading on a small
+    thread pool of its own, all awaited by `wait` before the task ends.
 
     A save is two fsyncs (the file, then its directory after the rename): 5-15 ms
     on this machine's disk, under load more, which a task paid in line after each
@@ -137,27 +138,37 @@ class BackgroundSaves:
     and so its micro-batch can commit, only once every save is on disk; a save
     that fails fails the task. Saving early is safe because a snapshot at ``end``
     is a pure function of the journal's bytes and the snapshot at ``start``
-    (`SnapshotStore`): a retry or replay rewrites the same bytes."""
+    (`SnapshotStore`): a retry or replay rewrites the same bytes.
+
+    Use it as a context manager: leaving the block (a failed read included) waits
+    for the saves still running and stops the pool, so none outlives its task."""
+
+    #: Threads of a task's pool: a packed task saves one snapshot per slice, a few.
+    MAX_THREADS = 4
 
     def __init__(self) -> None:
-        self._threads: list[threading.Thread] = []
-        self._errors: list[BaseException] = []
+        self._pool: ThreadPoolExecutor | None = None
+        self._futures: list[Future[None]] = []
+
+    def __enter__(self) -> BackgroundSaves:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        self._futures.clear()
 
     def save(self, store: SnapshotStore, journal: str, offset: int, snapshot: Snapshot) -> None:
-        def run() -> None:
-            try:
-                store.save(journal, offset, snapshot)
-            except BaseException as err:  # noqa: BLE001  # re-raised by wait(), in the task's thread
-                self._errors.append(err)
-
-        thread = threading.Thread(target=run, name="herald-snapshot-save", daemon=True)
-        thread.start()
-        self._threads.append(thread)
+        """Start saving ``snapshot`` (`SnapshotStore.save`) on the pool."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.MAX_THREADS, thread_name_prefix="herald-snapshot-save")
+        self._futures.append(self._pool.submit(store.save, journal, offset, snapshot))
 
     def wait(self) -> None:
-        """Block until every save is durable; raise the first one's error."""
-        for thread in self._threads:
-            thread.join()
-        self._threads.clear()
-        if self._errors:
-            raise self._errors[0]
+        """Block until every save has ended; raise the first one's error (in the
+        order they were started) once none is still running."""
+        futures, self._futures = self._futures, []
+        wait_all(futures)
+        for future in futures:
+            future.result()
