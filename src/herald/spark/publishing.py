@@ -15,7 +15,9 @@ rejects it with the usual error. Runs in executors.
 from __future__ import annotations
 
 import binascii
+import functools
 from concurrent.futures import Future
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -161,7 +163,7 @@ def map_rows(mapping: str, names: list[str], keys: pa.Array | None, n: int,
 
 
 def publish_bulk(publisher: Publisher, batch: pa.RecordBatch, uuid_field: str, mapping: str,
-                 rng: np.random.Generator) -> set[Future] | None:
+                 rng: np.random.Generator) -> set[Future[Any]] | None:
     """Publish ``batch`` (``value``, optional ``key``) as CONTINUE_TXN messages,
     one slot hold per journal; None (nothing published) if the per-row path must
     take it: a journal that is not NDJSON with ``uuid_field``, or a row off the
@@ -176,10 +178,10 @@ def publish_bulk(publisher: Publisher, batch: pa.RecordBatch, uuid_field: str, m
     if tails is None:
         return None
     keys = batch.column(columns.index("key")) if "key" in columns else None
-    futures = set()
+    futures: set[Future[Any]] = set()
     for j, rows in _by_journal(tails, map_rows(mapping, names, keys, len(tails), rng), len(names)):
         futures.add(publisher.publish_uncommitted_framed(
-            names[j], len(rows), lambda uuids, rows=rows: ndjson_lines(prefix, uuids, rows)))
+            names[j], len(rows), functools.partial(ndjson_lines, prefix, tails=rows)))
     return futures
 
 
