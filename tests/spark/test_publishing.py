@@ -10,9 +10,10 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from herald.message import NDJSONFraming, build_uuid, modulo_mapping, rendezvous_mapping
+from herald.message import NDJSONFraming, PublisherCore, build_uuid, modulo_mapping, rendezvous_mapping
 from herald.message.columnar import fnv1a32_many
 from herald.message.mapping import fnv1a32
+from herald.message.uuid import CONTINUE_TXN, Clock
 from herald.spark.publishing import _buffers, _by_journal, map_rows, ndjson_lines, ndjson_tails
 from herald.spark.sink_tasks import _strip_uuid
 
@@ -30,16 +31,19 @@ bodies = st.one_of(
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(bodies, min_size=1, max_size=12), st.booleans())
-def test_bulk_framing_equals_encode_or_declines(values, as_text):
+@given(st.lists(bodies, min_size=1, max_size=12), st.booleans(), st.booleans())
+def test_bulk_framing_equals_encode_or_declines(values, as_text, one_producer):
     array = pa.array([v.decode("utf-8", "replace") for v in values]) if as_text else pa.array(values, pa.binary())
     if as_text:
         values = [v.decode("utf-8", "replace").encode() for v in values]
     tails = ndjson_tails(array, PREFIX)
     if tails is None:
         return  # The per-row path takes this batch (and frames or rejects it).
-    uuids = np.frombuffer(b"".join(build_uuid(os.urandom(6), 1 << 60 | i << 4, 1) for i in range(len(values))),
-                          np.uint8).reshape(-1, 16)
+    if one_producer:  # as the sink stamps them: the UUIDs' last 8 bytes shared (their text's tail too)
+        uuids = PublisherCore(os.urandom(6), Clock(1 << 60)).next_uuids(len(values), CONTINUE_TXN)
+    else:
+        uuids = np.frombuffer(b"".join(build_uuid(os.urandom(6), 1 << 60 | i << 4, 1) for i in range(len(values))),
+                              np.uint8).reshape(-1, 16)
     want = b"".join(FRAMING.encode(_strip_uuid(PREFIX, v), u.tobytes()) for v, u in zip(values, uuids))
     assert ndjson_lines(PREFIX, uuids, tails) == want
 

@@ -12,6 +12,7 @@ import pytest
 
 from herald.message import modulo_mapping
 from herald.protocol.errors import HeraldError
+from herald.spark import sink_tasks
 from herald.spark.datasource import HeraldDataSource
 from herald.spark.options import HeraldOptions
 from herald.spark.sink import FencedError, SinkCommit, SinkLog, commit_batch, plan_journals
@@ -213,8 +214,9 @@ def test_a_stream_writer_is_built_with_its_journals_and_pickles_without_io(broke
 
 def test_a_worker_keeps_its_append_service_from_task_to_task(broker, client, tmp_path):
     """PySpark reuses a Python worker for the next task: the next task publishes
-    through the same sender threads (not one thread and connection per journal
-    again); other journals replace them; a failed task leaves none behind."""
+    through the same sender threads and plain connections, one per journal (not
+    one thread and connection per journal again); other journals replace them; a
+    failed task leaves none behind."""
     outs = make_journals(broker, "sink8/out-0", "sink8/out-1", labels={"app": "sink8"})
     opts = HeraldOptions.parse({"broker": broker.url, "selector": "app=sink8",
                                 "checkpointLocation": str(tmp_path)}, streaming=True)
@@ -227,11 +229,18 @@ def test_a_worker_keeps_its_append_service_from_task_to_task(broker, client, tmp
     def senders() -> set[int | None]:
         return {t.ident for t in threading.enumerate() if t.name.startswith("herald-append:sink8/")}
 
+    def connections() -> dict[str, int]:  # the service's plain connection of each journal (http://)
+        held = sink_tasks._held
+        assert held is not None and isinstance(held[2].client, sink_tasks._JournalConnections)
+        return {journal: id(c) for journal, c in held[2].client._journals.items()}
+
     first = batch(range(20), 1)
-    kept = senders()
+    kept, conns = senders(), connections()
     assert len(kept) == 2
+    assert sorted(conns) == ["sink8/out-0", "sink8/out-1"]
     second = batch(range(20, 40), 2)
     assert senders() == kept
+    assert connections() == conns
     commit_batch(opts, "0123456789abcdef", [first, second], 0)
     assert _bodies(_committed_outputs(client, outs)) == list(range(40))
 

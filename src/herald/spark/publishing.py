@@ -14,7 +14,10 @@ rejects it with the usual error. Runs in executors.
 
 from __future__ import annotations
 
+import binascii
+import functools
 from concurrent.futures import Future
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -106,16 +109,36 @@ def ndjson_lines(prefix: bytes, uuids: np.ndarray, tails: pa.Array) -> memoryvie
     """``prefix`` + UUID text + ``",`` + tail + ``\\n`` for every row, as one
     buffer (a view of the Arrow result: the append slot copies it once)."""
     n, plen = len(tails), len(prefix)
-    heads = np.empty((n, plen + 38), dtype=np.uint8)
-    heads[:, :plen] = np.frombuffer(prefix, np.uint8)
-    heads[:, plen:plen + 36] = uuid_text(uuids)
-    heads[:, plen + 36], heads[:, plen + 37] = 0x22, 0x2C
+    heads = _heads(prefix, uuids)
     offsets = np.arange(n + 1, dtype=np.int32) * np.int32(plen + 38)
     head_array = pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(heads)])
     lines = pc.binary_join_element_wise(head_array, tails, pa.scalar(_NEWLINE, pa.binary()),
                                         pa.scalar(_NOTHING, pa.binary()))
     line_offsets, _ = _buffers(lines)
     return memoryview(lines.buffers()[2]).cast("B")[line_offsets[0]:line_offsets[-1]]  # Arrow's format is "b"
+
+
+def _heads(prefix: bytes, uuids: np.ndarray) -> np.ndarray:
+    """``prefix`` + UUID text + ``",`` of every row (n × (len(prefix) + 38) uint8).
+    One call's UUIDs are one producer's with the clock's counter unchanged
+    (`PublisherCore.next_uuids` ticks by 160): their last 8 bytes, and so the
+    text's last 18 characters, are shared. The rows are then that one head with
+    the first 8 bytes' 16 hex digits put in: half the hex work, and no n × 36
+    text array (issue 15: ≈ 50 → 25 ns a row). Any other UUIDs take the whole text."""
+    n, plen = len(uuids), len(prefix)
+    heads = np.empty((n, plen + 38), dtype=np.uint8)
+    if n and bool((uuids[:, 8:] == uuids[0, 8:]).all()):
+        heads[:] = np.frombuffer(prefix + uuid_text(uuids[:1]).tobytes() + b'",', np.uint8)
+        hexed = np.frombuffer(binascii.hexlify(np.ascontiguousarray(uuids[:, :8]).tobytes()), np.uint8)
+        hexed = hexed.reshape(n, 16)
+        heads[:, plen:plen + 8] = hexed[:, :8]
+        heads[:, plen + 9:plen + 13] = hexed[:, 8:12]
+        heads[:, plen + 14:plen + 18] = hexed[:, 12:16]
+        return heads
+    heads[:, :plen] = np.frombuffer(prefix, np.uint8)
+    heads[:, plen:plen + 36] = uuid_text(uuids)
+    heads[:, plen + 36], heads[:, plen + 37] = 0x22, 0x2C
+    return heads
 
 
 def map_rows(mapping: str, names: list[str], keys: pa.Array | None, n: int,
@@ -140,7 +163,7 @@ def map_rows(mapping: str, names: list[str], keys: pa.Array | None, n: int,
 
 
 def publish_bulk(publisher: Publisher, batch: pa.RecordBatch, uuid_field: str, mapping: str,
-                 rng: np.random.Generator) -> set[Future] | None:
+                 rng: np.random.Generator) -> set[Future[Any]] | None:
     """Publish ``batch`` (``value``, optional ``key``) as CONTINUE_TXN messages,
     one slot hold per journal; None (nothing published) if the per-row path must
     take it: a journal that is not NDJSON with ``uuid_field``, or a row off the
@@ -155,10 +178,10 @@ def publish_bulk(publisher: Publisher, batch: pa.RecordBatch, uuid_field: str, m
     if tails is None:
         return None
     keys = batch.column(columns.index("key")) if "key" in columns else None
-    futures = set()
+    futures: set[Future[Any]] = set()
     for j, rows in _by_journal(tails, map_rows(mapping, names, keys, len(tails), rng), len(names)):
         futures.add(publisher.publish_uncommitted_framed(
-            names[j], len(rows), lambda uuids, rows=rows: ndjson_lines(prefix, uuids, rows)))
+            names[j], len(rows), functools.partial(ndjson_lines, prefix, tails=rows)))
     return futures
 
 
