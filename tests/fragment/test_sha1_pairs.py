@@ -126,3 +126,29 @@ print("hashlib")
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "hashlib"
+
+
+def test_an_extension_built_before_seal_keeps_the_paired_hashing(tmp_path):
+    """A checkout whose extension was built before `seal` existed (not yet rebuilt by
+    ``make``) still hashes in pairs: only the one-call seal is done in Python."""
+    pytest.importorskip("herald.fragment._sha1x2", reason="the C extension is not built here")
+    script = f"""
+import hashlib
+import herald.fragment._sha1x2 as built
+del built.seal  # as an older build of the extension, which had no seal
+from pathlib import Path
+from herald.fragment import spool_sums
+from herald.fragment.spool import Spool
+from herald.protocol.journal import CompressionCodec
+from herald.protocol.labels import LabelSet
+assert spool_sums.PAIRED and spool_sums._seal is None
+spool = Spool(Path({str(tmp_path)!r}), "j", 0, CompressionCodec.NONE, LabelSet())
+bodies = [b"one", b"two" * 700]
+assert spool.append_group(bodies, LabelSet(), 1.0) == [hashlib.sha1(b).hexdigest() for b in bodies]
+assert spool.fragment().sum == hashlib.sha1(b"".join(bodies)).hexdigest()
+print("paired")
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "paired"

@@ -30,13 +30,16 @@ __all__ = ["PAIRED", "PARALLEL_HASH_BYTES", "GroupSums", "hash_inline", "new_sha
 
 new_sha1: Callable[[], Any]
 try:
+    from herald.fragment import _sha1x2
     from herald.fragment._sha1x2 import SHA1 as _PairedSHA1
-    from herald.fragment._sha1x2 import seal as _seal
     from herald.fragment._sha1x2 import sha1 as new_sha1
     from herald.fragment._sha1x2 import update_both as _update_both
     PAIRED = True
+    #: None where the extension was built before `seal` (a checkout not yet rebuilt
+    #: by ``make``): the paired hashing above must not be lost for it.
+    _seal = getattr(_sha1x2, "seal", None)
 except ImportError:  # not built, or a CPU without SHA extensions: hashlib, two passes
-    new_sha1, PAIRED = hashlib.sha1, False
+    new_sha1, PAIRED, _seal = hashlib.sha1, False, None
 
 
 def update_both(first, second, data) -> None:
@@ -107,7 +110,7 @@ def seal_inline(running_sha1, contents: Sequence[bytes]) -> tuple[list[str], str
     into the C extension where the running SHA1 is its own (at 16 journals, one
     group per append: the loop of objects and digests here cost 0.5-1 us more),
     else the same in Python."""
-    if PAIRED and type(running_sha1) is _PairedSHA1:
+    if _seal is not None and type(running_sha1) is _PairedSHA1:
         return _seal(running_sha1, contents)
     return hash_inline(running_sha1, contents), running_sha1.hexdigest()
 
