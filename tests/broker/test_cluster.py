@@ -258,3 +258,29 @@ def test_losing_the_etcd_leader_loses_no_acknowledged_byte(broker_factory, tmp_p
             assert content[begin:begin + len(body)] == body
     finally:
         etcds.stop()
+
+
+def test_a_cluster_member_keeps_a_lone_writers_rounds_off_its_event_loop(etcd, broker_factory, tmp_path, request):
+    """`herald.broker.lone_rounds` runs an embedded broker's lone-writer rounds on its
+    event loop; a cluster member never does (`SyncRounds.rounds_on_loop`): that loop
+    keeps its etcd lease, and a disk stall inside one fdatasync must not hold it up.
+    One writer's sequential appends on one connection are all acknowledged, with no
+    round counted on the loop."""
+    broker = broker_factory(tmp_path / "data", tmp_path / "store", "--etcd", etcd.url,
+                            "--etcd.prefix", f"/herald/test/{request.node.name}", "--etcd.lease", LEASE)
+    apply_specs(broker.url, journal_spec("cluster/lone"))
+    wait_for_route(broker.url, "cluster/lone", 1)
+    with httpx.Client(base_url=broker.url, timeout=30) as http:
+        for i in range(40):
+            assert http.put("/cluster/lone", content=b"%d\n" % i).status_code == 204
+        metrics = http.get("/debug/metrics").text
+    assert _sample(metrics, "herald_broker_sync_rounds_total") >= 40
+    assert _sample(metrics, "herald_broker_sync_rounds_on_loop_total") == 0
+    assert httpx.get(f"{broker.url}/cluster/lone", timeout=30).content == b"".join(b"%d\n" % i for i in range(40))
+
+
+def _sample(metrics: str, name: str) -> float:
+    """One unlabelled Prometheus sample of ``metrics`` (it must be there)."""
+    values = [float(line.split()[1]) for line in metrics.splitlines() if line.startswith(name + " ")]
+    assert len(values) == 1, f"{name} not exported"
+    return values[0]

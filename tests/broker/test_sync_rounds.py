@@ -266,18 +266,20 @@ def test_a_lone_writers_rounds_run_on_the_loop_and_two_writers_taking_turns_stay
     """`herald.broker.lone_rounds`: once the same writer's lone append forms a second
     round in a row, and the commit log takes it on a quick disk, the round runs on
     the loop (no thread hops); two writers whose appends take turns never do, so
-    their next round can still gather both. Every append is answered with its sum."""
+    their next round can still gather both; nor does a cluster member's (its loop keeps
+    its etcd lease). Every append is answered with its sum."""
     log = CommitLog.open(tmp_path / "data")
     try:
         spool = Spool(log.data_dir / "j", "j", 0, CompressionCodec.NONE, LabelSet(),
                       pool=DescriptorPool(budget_fds=8), commit_log=log)
         rounds_of_writers = {}
-        for writers in (["a"] * 4, ["a", "b"] * 3):
+        for writers, on_loop in ((["a"] * 4, True), (["a", "b"] * 3, True), (["c"] * 4, False)):
             write_round([GroupWrite(spool, [b"grow\n"], LabelSet(), 1.0)])  # a segment with room
             log.drain()
 
-            async def main(writers: list[str]) -> SyncRounds:
+            async def main(writers: list[str], on_loop: bool) -> SyncRounds:
                 rounds = SyncRounds(asyncio.get_running_loop())
+                rounds.rounds_on_loop = on_loop  # False: a cluster member's (see Broker._join_cluster)
                 _no_timed_wait(rounds)
                 for writer in writers:
                     log.sync_average.seconds = 0.0  # a quick disk, whatever the test machine's
@@ -289,9 +291,9 @@ def test_a_lone_writers_rounds_run_on_the_loop_and_two_writers_taking_turns_stay
                     assert await asyncio.wait_for(answered, 30) == [hashlib.sha1(writer.encode() + b"\n").hexdigest()]
                 return rounds
 
-            rounds = asyncio.run(main(writers))
-            rounds_of_writers[len(set(writers))] = (rounds.rounds, rounds.statistics()["rounds_here"])
-        assert rounds_of_writers == {1: (4, 3), 2: (6, 0)}
+            rounds = asyncio.run(main(writers, on_loop))
+            rounds_of_writers[writers[0], len(set(writers))] = (rounds.rounds, rounds.statistics()["rounds_here"])
+        assert rounds_of_writers == {("a", 1): (4, 3), ("a", 2): (6, 0), ("c", 1): (4, 0)}
         spool.close()
     finally:
         log.close()

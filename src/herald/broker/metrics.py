@@ -33,6 +33,7 @@ class _Metrics:
     group_appends: LoopHistogram
     group_bytes: LoopHistogram
     sync_rounds: Counter
+    sync_rounds_on_loop: Counter
     sync_round_seconds: LoopHistogram
     fdatasyncs: Counter
     syncfs: Counter
@@ -58,6 +59,8 @@ METRICS = _Metrics(
     group_bytes=LoopHistogram("herald_broker_append_group_bytes", "Bytes committed per group commit",
                               GROUP_BYTE_BUCKETS),
     sync_rounds=Counter("herald_broker_sync_rounds", "Broker-wide sync rounds (group commits of all journals)"),
+    sync_rounds_on_loop=Counter("herald_broker_sync_rounds_on_loop",
+                                "Sync rounds of a lone writer run on the event loop (herald.broker.lone_rounds)"),
     sync_round_seconds=LoopHistogram("herald_broker_sync_round_seconds",
                                      "Write + fdatasync latency of one sync round (every group in it)",
                                      LATENCY_BUCKETS),

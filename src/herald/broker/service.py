@@ -35,6 +35,7 @@ from herald.broker.membership import keep_lease
 from herald.broker.ratelimit import AppendRates
 from herald.broker.replication import Pipeline
 from herald.broker.settings import BrokerSettings
+from herald.broker.sync_rounds import rounds_of_running_loop
 from herald.fragment.stores import Store, open_store
 from herald.keyspace.base import Entry
 from herald.keyspace.local import LocalKeySpace
@@ -337,6 +338,7 @@ class Broker:
         from herald.keyspace.etcd import EtcdKeySpace
 
         self.keyspace = EtcdKeySpace(self.settings.etcd, self.settings.etcd_prefix)
+        rounds_of_running_loop().rounds_on_loop = False  # the lease's keep-alive runs on this loop
         await self.keyspace.start()
         await self._load_peer_keys()
         ttl = self.settings.etcd_lease_s

@@ -179,6 +179,9 @@ class SyncRounds:
         self._gate: list[asyncio.Future[None]] = []
         self._wants: list[Callable[[], Taken]] = []  # journals whose groups the next round takes
         self._lone = LoneRounds()  # whether a lone writer's round runs on the loop
+        #: False keeps every round off the loop (`herald.broker.lone_rounds`): a cluster
+        #: member's loop keeps its etcd lease, which one stalled fdatasync must not hold up.
+        self.rounds_on_loop = True
 
     def gate(self) -> asyncio.Future[None] | None:
         """What a journal with appends queued awaits before it takes its group: None
@@ -241,9 +244,10 @@ class SyncRounds:
         METRICS.sync_rounds.inc()
         writes = [write for write, _, _ in batch]
         started = time.perf_counter()
-        if self._lone.runs_here(self.rounds, writes, writer):
+        if self.rounds_on_loop and self._lone.runs_here(self.rounds, writes, writer):
             outcomes = _run_round(writes)
             self._lone.ran_here(self.rounds, time.perf_counter() - started)
+            METRICS.sync_rounds_on_loop.inc()
             self._end_round(batch, started, outcomes)
             self._ended_here()
             return
