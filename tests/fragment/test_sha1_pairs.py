@@ -107,48 +107,42 @@ def test_the_extensions_seal_takes_any_bytes_like_body_and_refuses_text():
 def test_a_spool_without_the_extension_hashes_with_hashlib(tmp_path):
     """Herald works where the extension is not built: a fresh interpreter that cannot
     import it appends a group to a real spool, and the sums are hashlib's."""
-    script = f"""
-import hashlib, sys
+    _append_in_a_fresh_interpreter(tmp_path, """
 sys.modules["herald.fragment._sha1x2"] = None  # as if never built: importing it raises ImportError
-from pathlib import Path
 from herald.fragment import spool_sums
-from herald.fragment.spool import Spool
-from herald.protocol.journal import CompressionCodec
-from herald.protocol.labels import LabelSet
 assert not spool_sums.PAIRED
-spool = Spool(Path({str(tmp_path)!r}), "j", 0, CompressionCodec.NONE, LabelSet())
-bodies = [b"one", b"two" * 700]
-assert spool.append_group(bodies, LabelSet(), 1.0) == [hashlib.sha1(b).hexdigest() for b in bodies]
-assert spool.fragment().sum == hashlib.sha1(b"".join(bodies)).hexdigest()
-print("hashlib")
-"""
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "hashlib"
+""")
 
 
 def test_an_extension_built_before_seal_keeps_the_paired_hashing(tmp_path):
     """A checkout whose extension was built before `seal` existed (not yet rebuilt by
     ``make``) still hashes in pairs: only the one-call seal is done in Python."""
     pytest.importorskip("herald.fragment._sha1x2", reason="the C extension is not built here")
-    script = f"""
-import hashlib
+    _append_in_a_fresh_interpreter(tmp_path, """
 import herald.fragment._sha1x2 as built
 del built.seal  # as an older build of the extension, which had no seal
-from pathlib import Path
 from herald.fragment import spool_sums
+assert spool_sums.PAIRED and spool_sums._seal is None
+""")
+
+
+def _append_in_a_fresh_interpreter(tmp_path, setup: str) -> None:
+    """Run ``setup`` in a fresh interpreter, then append a group to a real spool
+    there: its body sums and its fragment's sum must be hashlib's."""
+    script = f"""
+import hashlib, sys
+{setup}
+from pathlib import Path
 from herald.fragment.spool import Spool
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
-assert spool_sums.PAIRED and spool_sums._seal is None
 spool = Spool(Path({str(tmp_path)!r}), "j", 0, CompressionCodec.NONE, LabelSet())
 bodies = [b"one", b"two" * 700]
 assert spool.append_group(bodies, LabelSet(), 1.0) == [hashlib.sha1(b).hexdigest() for b in bodies]
 assert spool.fragment().sum == hashlib.sha1(b"".join(bodies)).hexdigest()
-print("paired")
+print("appended")
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "paired"
+    assert out.stdout.strip() == "appended"
