@@ -211,7 +211,7 @@ def test_groups_taken_as_a_round_opens_are_answered_in_its_completion_callback(t
         def wanting(spool: Spool, bodies: list[bytes]):
             def take():
                 return GroupWrite(spool, bodies, LabelSet(), 1.0), lambda outcome: (answers.append(outcome),
-                                                                                    done.set())
+                                                                                    done.set()), None
             return take
 
         rounds.want(wanting(spools[0], _bodies(2)))

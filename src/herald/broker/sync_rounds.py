@@ -68,8 +68,7 @@ Waiter = tuple[GroupWrite, "Callable[[list[str] | BaseException], object]", bool
 #: answers its appends with the outcome and, for a group of one append, who wrote it
 #: (`herald.broker.group.CalledAnswer.writer`; None: unknown); None when the
 #: journal's task takes it instead.
-Taken = (tuple[GroupWrite, "Callable[[list[str] | BaseException], object]"]
-         | tuple[GroupWrite, "Callable[[list[str] | BaseException], object]", object] | None)
+Taken = tuple[GroupWrite, "Callable[[list[str] | BaseException], object]", object] | None
 #: A round's wait for its writers: share of its duration, most seconds, what runs then.
 Gather = tuple[float, float, Callable[[], object]]
 Outcomes = list[list[str] | OSError | HeraldError]
@@ -231,7 +230,7 @@ class SyncRounds:
         for take in wants:
             if (taken := take()) is not None:
                 batch.append((taken[0], taken[1], True))
-                writer = taken[2] if len(taken) > 2 else None
+                writer = taken[2]
         if not batch:  # every journal that wanted one handed its appends to its task
             if self._wants:  # or failed its group, and has more queued: in the next turn
                 self.loop.call_soon(self._start_next_round)
