@@ -1,9 +1,10 @@
 """The one build step pyproject.toml cannot declare: the optional C extension
-`herald.fragment._sha1x2` (two SHA1s of the same bytes in one SHA-NI pass; see its
-source). ``optional``: where it does not compile, Herald installs without it and
-hashes with hashlib (`herald.fragment.spool_sums`)."""
+`herald.fragment._spool_native` (the spool write path in C: two SHA1s of the same bytes
+in one SHA-NI pass, a small group's seal, a round's writes; see its source).
+``optional``: where it does not compile, Herald installs without it, hashes with
+hashlib (`herald.fragment.spool_sums`) and writes from Python (`herald.fragment.whole_writes`)."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("herald.fragment._sha1x2", ["src/herald/fragment/_sha1x2.c"],
+setup(ext_modules=[Extension("herald.fragment._spool_native", ["src/herald/fragment/_spool_native.c"],
                              extra_compile_args=["-O2"], optional=True)])

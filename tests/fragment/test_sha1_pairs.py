@@ -65,7 +65,7 @@ def test_hash_inline_and_a_large_groups_sums_give_each_bodys_and_the_running_sha
 
 
 def test_the_extension_refuses_text_and_one_object_twice():
-    pytest.importorskip("herald.fragment._sha1x2", reason="the C extension is not built here")
+    pytest.importorskip("herald.fragment._spool_native", reason="the C extension is not built here")
     assert PAIRED
     sha1 = new_sha1()
     with pytest.raises(TypeError, match="encoded"):
@@ -93,22 +93,22 @@ def test_seal_gives_each_bodys_sha1_and_the_running_one_after_them(cuts):
 
 
 def test_the_extensions_seal_takes_any_bytes_like_body_and_refuses_text():
-    sha1x2 = pytest.importorskip("herald.fragment._sha1x2", reason="the C extension is not built here")
-    running = sha1x2.sha1()
-    sums, _ = sha1x2.seal(running, (memoryview(DATA[:10]), bytearray(DATA[10:20])))
+    native = pytest.importorskip("herald.fragment._spool_native", reason="the C extension is not built here")
+    running = native.sha1()
+    sums, _ = native.seal(running, (memoryview(DATA[:10]), bytearray(DATA[10:20])))
     assert sums == [hashlib.sha1(DATA[:10]).hexdigest(), hashlib.sha1(DATA[10:20]).hexdigest()]
     with pytest.raises(TypeError, match="encoded"):
-        sha1x2.seal(running, [b"fine", "text"])
+        native.seal(running, [b"fine", "text"])
     assert running.hexdigest() == hashlib.sha1(DATA[:20]).hexdigest()  # a refused group hashes nothing
     with pytest.raises(TypeError):
-        sha1x2.seal(hashlib.sha1(), [b"x"])
+        native.seal(hashlib.sha1(), [b"x"])
 
 
 def test_a_spool_without_the_extension_hashes_with_hashlib(tmp_path):
     """Herald works where the extension is not built: a fresh interpreter that cannot
     import it appends a group to a real spool, and the sums are hashlib's."""
     _append_in_a_fresh_interpreter(tmp_path, """
-sys.modules["herald.fragment._sha1x2"] = None  # as if never built: importing it raises ImportError
+sys.modules["herald.fragment._spool_native"] = None  # as if never built: importing it raises ImportError
 from herald.fragment import spool_sums
 assert not spool_sums.PAIRED
 """)
@@ -117,9 +117,9 @@ assert not spool_sums.PAIRED
 def test_an_extension_built_before_seal_keeps_the_paired_hashing(tmp_path):
     """A checkout whose extension was built before `seal` existed (not yet rebuilt by
     ``make``) still hashes in pairs: only the one-call seal is done in Python."""
-    pytest.importorskip("herald.fragment._sha1x2", reason="the C extension is not built here")
+    pytest.importorskip("herald.fragment._spool_native", reason="the C extension is not built here")
     _append_in_a_fresh_interpreter(tmp_path, """
-import herald.fragment._sha1x2 as built
+import herald.fragment._spool_native as built
 del built.seal  # as an older build of the extension, which had no seal
 from herald.fragment import spool_sums
 assert spool_sums.PAIRED and spool_sums._seal is None

@@ -16,7 +16,7 @@ from herald.fragment.whole_writes import IOV_MAX, pwrite_each
 SCRIPT = """
 import json, os, sys
 if sys.argv[1] == "python":
-    sys.modules["herald.fragment._sha1x2"] = None  # as if never built: importing it raises ImportError
+    sys.modules["herald.fragment._spool_native"] = None  # as if never built: importing it raises ImportError
 from herald.fragment import whole_writes
 assert (whole_writes._pwrite_each is None) == (sys.argv[1] == "python")
 first, second = (os.open(path, os.O_RDWR | os.O_CREAT) for path in sys.argv[2:4])
@@ -30,7 +30,7 @@ print(json.dumps(whole_writes.pwrite_each([(first, [b"head", memoryview(b"-tail"
 @pytest.mark.parametrize("side", ["extension", "python"])
 def test_each_job_is_written_whole_and_a_failed_one_stops_no_other(tmp_path, side):
     if side == "extension":
-        pytest.importorskip("herald.fragment._sha1x2", reason="the C extension is not built here")
+        pytest.importorskip("herald.fragment._spool_native", reason="the C extension is not built here")
     paths = [tmp_path / name for name in ("first", "second", "read-only")]
     out = subprocess.run([sys.executable, "-c", SCRIPT, side, *map(str, paths)], capture_output=True, text=True,
                          check=False, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})

@@ -3,7 +3,7 @@ fragment's running sum (its name and each commit record's ``sum``).
 
 The two digests start from different states, so neither can be derived from the
 other, but they need not cost two passes: `update_both` feeds one bytes object to
-both in one pass of interleaved SHA-NI rounds (`herald.fragment._sha1x2`, a C
+both in one pass of interleaved SHA-NI rounds (`herald.fragment._spool_native`, a C
 extension: 0.54-0.58 ms of CPU per MiB for the pair where hashlib's two passes took
 0.95-0.98). Where it is not built or the CPU lacks SHA extensions, `new_sha1` is
 hashlib's and `PAIRED` is False: two passes, on two threads for a large group.
@@ -30,14 +30,14 @@ __all__ = ["PAIRED", "PARALLEL_HASH_BYTES", "GroupSums", "hash_inline", "new_sha
 
 new_sha1: Callable[[], Any]
 try:
-    from herald.fragment import _sha1x2
-    from herald.fragment._sha1x2 import SHA1 as _PairedSHA1
-    from herald.fragment._sha1x2 import sha1 as new_sha1
-    from herald.fragment._sha1x2 import update_both as _update_both
+    from herald.fragment import _spool_native
+    from herald.fragment._spool_native import SHA1 as _PairedSHA1
+    from herald.fragment._spool_native import sha1 as new_sha1
+    from herald.fragment._spool_native import update_both as _update_both
     PAIRED = True
     #: None where the extension was built before `seal` (a checkout not yet rebuilt
     #: by ``make``): the paired hashing above must not be lost for it.
-    _seal = getattr(_sha1x2, "seal", None)
+    _seal = getattr(_spool_native, "seal", None)
 except ImportError:  # not built, or a CPU without SHA extensions: hashlib, two passes
     new_sha1, PAIRED, _seal = hashlib.sha1, False, None
 

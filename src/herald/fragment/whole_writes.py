@@ -17,7 +17,7 @@ __all__ = ["pwrite_all", "pwrite_each"]
 IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 
 try:  # the optional C extension (see its source): every write with the GIL dropped once
-    from herald.fragment._sha1x2 import pwrite_each as _pwrite_each
+    from herald.fragment._spool_native import pwrite_each as _pwrite_each
 except ImportError:
     _pwrite_each = None
 

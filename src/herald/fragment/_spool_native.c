@@ -1,5 +1,7 @@
-/* herald.fragment._sha1x2: SHA1 objects (hashlib's interface) and `update_both`,
- * which feeds the same bytes to two of them in ONE pass, their rounds interleaved.
+/* herald.fragment._spool_native: the spool write path in C. SHA1 objects
+ * (hashlib's interface) and `update_both`, which feeds the same bytes to two of them
+ * in ONE pass, their rounds interleaved; a small group's `seal`; a round's
+ * `pwrite_each`.
  *
  * Why: every appended byte is hashed twice, into its body's SHA1 (the append's
  * X-Commit-SHA1-Sum, as Gazette's clientSummer) and into the fragment's running SHA1
@@ -292,7 +294,7 @@ static PyGetSetDef sha1_getset[] = {
 
 static PyTypeObject SHA1Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "herald.fragment._sha1x2.SHA1",
+    .tp_name = "herald.fragment._spool_native.SHA1",
     .tp_basicsize = sizeof(SHA1Object),
     .tp_dealloc = (destructor)sha1_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -556,22 +558,22 @@ static PyMethodDef module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef sha1x2_module = {
-    PyModuleDef_HEAD_INIT, "_sha1x2", "Two SHA1s of the same bytes in one pass (SHA-NI).", -1, module_methods,
+static struct PyModuleDef spool_native_module = {
+    PyModuleDef_HEAD_INIT, "_spool_native", "The spool write path in C: paired SHA1s (SHA-NI), a group's seal, a round's writes.", -1, module_methods,
 };
 
 #endif /* HAVE_SHA_NI */
 
-PyMODINIT_FUNC PyInit__sha1x2(void)
+PyMODINIT_FUNC PyInit__spool_native(void)
 {
 #ifdef HAVE_SHA_NI
     if (!cpu_has_sha()) {
-        PyErr_SetString(PyExc_ImportError, "_sha1x2: this CPU has no SHA extensions");
+        PyErr_SetString(PyExc_ImportError, "_spool_native: this CPU has no SHA extensions");
         return NULL;
     }
     if (PyType_Ready(&SHA1Type) < 0)
         return NULL;
-    PyObject *m = PyModule_Create(&sha1x2_module);
+    PyObject *m = PyModule_Create(&spool_native_module);
     if (m == NULL)
         return NULL;
     Py_INCREF(&SHA1Type);
@@ -582,7 +584,7 @@ PyMODINIT_FUNC PyInit__sha1x2(void)
     }
     return m;
 #else
-    PyErr_SetString(PyExc_ImportError, "_sha1x2: x86-64 with SHA extensions only");
+    PyErr_SetString(PyExc_ImportError, "_spool_native: x86-64 with SHA extensions only");
     return NULL;
 #endif
 }

@@ -1,4 +1,4 @@
-"""Type stub of the C extension `herald.fragment._sha1x2` (see its source)."""
+"""Type stub of the C extension `herald.fragment._spool_native` (see its source)."""
 
 from collections.abc import Sequence
 
