@@ -1,11 +1,11 @@
 """Where a lone writer's sync rounds run (herald.broker.lone_rounds): on the loop once
-the same writer's lone append comes twice in a row on a quick log; back on the
-thread for a while once the rounds run there are slow (a busy CPU), the wait
-doubling each time the next try is slow too."""
+the same writer's lone append comes twice in a row on a quick log; then whichever
+way, loop or thread, its rounds average quicker, one round in `PROBE_ROUNDS` going
+the other way to time it again."""
 
 from __future__ import annotations
 
-from herald.broker.lone_rounds import HERE_BACKOFF_ROUNDS, HERE_MAX_ROUND_S, LoneRounds
+from herald.broker.lone_rounds import HERE, HERE_MAX_SYNC_S, PROBE_ROUNDS, THERE, LoneRounds
 from herald.fragment.commit_log import CommitLog
 from herald.fragment.fdpool import DescriptorPool
 from herald.fragment.group_write import GroupWrite
@@ -15,39 +15,57 @@ from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
 
 
-def test_slow_rounds_on_the_loop_send_a_lone_writer_back_to_the_thread_for_a_doubling_while(tmp_path):
+def _quick_log_spool(tmp_path) -> tuple[CommitLog, Spool]:
     log = CommitLog.open(tmp_path / "data")
+    spool = Spool(log.data_dir / "j", "j", 0, CompressionCodec.NONE, LabelSet(),
+                  pool=DescriptorPool(budget_fds=8), commit_log=log)
+    write_round([GroupWrite(spool, [b"grow\n"], LabelSet(), 1.0)])  # a segment with room
+    log.drain()
+    log.sync_average.seconds = 0.0  # a quick disk, whatever the test machine's
+    return log, spool
+
+
+def _ways(lone: LoneRounds, writes: list[GroupWrite], rounds: int, here_s: float, there_s: float) -> list:
+    ways = []
+    for _ in range(rounds):
+        way = lone.way(writes, "a")
+        ways.append(way)
+        lone.ran(way, here_s if way is HERE else there_s)
+    return ways
+
+
+def test_only_the_same_writers_lone_appends_on_a_quick_log_are_a_lone_writers_rounds(tmp_path):
+    log, spool = _quick_log_spool(tmp_path)
     try:
-        spool = Spool(log.data_dir / "j", "j", 0, CompressionCodec.NONE, LabelSet(),
-                      pool=DescriptorPool(budget_fds=8), commit_log=log)
-        write_round([GroupWrite(spool, [b"grow\n"], LabelSet(), 1.0)])  # a segment with room
-        log.drain()
-        log.sync_average.seconds = 0.0  # a quick disk, whatever the test machine's
         writes = [GroupWrite(spool, [b"x\n"], LabelSet(), 1.0)]
         lone = LoneRounds()
-        assert not lone.runs_here(1, writes, "a")  # a writer seen once: not yet
-        assert lone.runs_here(2, writes, "a")
-        assert not lone.runs_here(3, writes, "b") and not lone.runs_here(4, writes, None)
-        assert not lone.runs_here(5, writes + writes, "b")  # two groups: never
-        lone.runs_here(6, writes, "a")
-        number = 7
-        for wait in (HERE_BACKOFF_ROUNDS, 2 * HERE_BACKOFF_ROUNDS):
-            while lone.runs_here(number, writes, "a"):  # slow rounds, until the average tells
-                lone.ran_here(number, HERE_MAX_ROUND_S * 4)
-                number += 1
-            slow_at = number - 1  # the round that took the average over
-            assert not lone.runs_here(slow_at + wait - 1, writes, "a")
-            number = slow_at + wait
-            assert lone.runs_here(number, writes, "a")
-        for _ in range(4 * HERE_BACKOFF_ROUNDS):  # quick again for as long as the next wait would be
-            lone.ran_here(number, HERE_MAX_ROUND_S / 4)
-            number += 1
-        while lone.runs_here(number, writes, "a"):
-            lone.ran_here(number, HERE_MAX_ROUND_S * 4)
-            number += 1
-        assert not lone.runs_here(number - 1 + HERE_BACKOFF_ROUNDS - 1, writes, "a")
-        assert lone.runs_here(number - 1 + HERE_BACKOFF_ROUNDS, writes, "a")  # the first wait again
-        assert lone.rounds_here > 4 * HERE_BACKOFF_ROUNDS
+        assert lone.way(writes, "a") is None  # a writer seen once: not yet
+        assert lone.way(writes, "a") is HERE  # nothing timed yet: the loop
+        assert lone.way(writes, "b") is None and lone.way(writes, None) is None
+        assert lone.way(writes + writes, "b") is None  # two groups: never
+        lone.way(writes, "a")
+        assert lone.way(writes, "a") is HERE
+        log.sync_average.seconds = HERE_MAX_SYNC_S  # a slow log: every other connection would wait
+        assert lone.way(writes, "a") is None
+        spool.close()
+    finally:
+        log.close()
+
+
+def test_a_lone_writers_rounds_go_the_way_that_averages_quicker_and_time_the_other_now_and_then(tmp_path):
+    log, spool = _quick_log_spool(tmp_path)
+    try:
+        writes = [GroupWrite(spool, [b"x\n"], LabelSet(), 1.0)]
+        lone = LoneRounds()
+        lone.way(writes, "a")
+        quiet = _ways(lone, writes, 2 * PROBE_ROUNDS - 1, here_s=0.0001, there_s=0.0002)  # a quiet machine
+        assert quiet.count(THERE) == 1 and quiet[PROBE_ROUNDS - 1] is THERE  # timed once, then left
+        assert lone.statistics()["there_us"] > lone.statistics()["here_us"] > 0
+        busy = _ways(lone, writes, 4 * PROBE_ROUNDS, here_s=0.003, there_s=0.0004)  # a busy one
+        assert busy[-PROBE_ROUNDS:].count(THERE) >= PROBE_ROUNDS - 1  # the loop's went over: timed now and then
+        again = _ways(lone, writes, 4 * PROBE_ROUNDS, here_s=0.0001, there_s=0.0004)  # quiet again
+        assert again[-PROBE_ROUNDS:].count(HERE) >= PROBE_ROUNDS - 1  # the probes brought the loop's back
+        assert lone.rounds_here == (quiet + busy + again).count(HERE)
         spool.close()
     finally:
         log.close()

@@ -20,9 +20,10 @@ its group, and those groups form the next round.
     sums = await rounds.commit(GroupWrite(spool, bodies, registers, now))
 
 A lone writer's round (one append, by the same writer as the last round's lone
-append) runs on the loop itself while the commit log's syncs and those rounds are
-quick (`herald.broker.lone_rounds`): no hop to the round thread and back, at the
-price of every other connection waiting for that one sync.
+append) runs on the loop itself while the commit log's syncs are quick and those
+rounds no slower than the thread's (`herald.broker.lone_rounds`): no hop to the
+round thread and back, at the price of every other connection waiting for that one
+sync.
 
 Acknowledgement is unchanged: a group's future resolves only after its own data and
 commit line are both fdatasync'd [I-APPEND-3]; a group that fails fails alone.
@@ -40,7 +41,7 @@ import time
 import weakref
 from collections.abc import Callable
 
-from herald.broker.lone_rounds import LoneRounds
+from herald.broker.lone_rounds import HERE, THERE, LoneRounds, Way
 from herald.broker.metrics import METRICS
 from herald.fragment.group_write import GroupWrite
 from herald.fragment.rounds import round_syncs, write_round
@@ -240,22 +241,31 @@ class SyncRounds:
             return
         self.rounds += 1
         self.groups += len(batch)
-        METRICS.sync_rounds.inc()
         writes = [write for write, _, _ in batch]
         started = time.perf_counter()
-        if self.rounds_on_loop and self._lone.runs_here(self.rounds, writes, writer):
-            outcomes = _run_round(writes)
-            self._lone.ran_here(self.rounds, time.perf_counter() - started)
-            METRICS.sync_rounds_on_loop.inc()
-            self._end_round(batch, started, outcomes)
-            self._ended_here()
+        way = self._lone.way(writes, writer) if self.rounds_on_loop else None
+        if way is HERE:
+            self._run_here(batch, writes, started)
             return
+        METRICS.sync_rounds.inc()
         # Only a round that answers writers waits for them: after replicas' groups alone
         # (`commit(gathered=False)`) the next round opens at once (`_end_round`), and
         # a timed wake-up of the loop would find nothing to do, once per group on a peer.
         gather = ((self.gather_share, self.gather_max_s, functools.partial(self._gather_timed_out, self.rounds))
                   if any(gathered for _, _, gathered in batch) else None)
-        self._thread.run(writes, self.loop, functools.partial(self._end_round, batch, started), gather)
+        self._thread.run(writes, self.loop, functools.partial(self._end_round, batch, started, way), gather)
+
+    def _run_here(self, batch: list[Waiter], writes: list[GroupWrite], started: float) -> None:
+        """A lone writer's round, on the loop (`herald.broker.lone_rounds`): its append
+        answered as soon as the round ends, what it tells the metrics and the choice
+        of the next round's way after (the writer's next request is on its way)."""
+        outcomes = _run_round(writes)
+        seconds = time.perf_counter() - started
+        self._end_round(batch, started, None, outcomes)
+        self._lone.ran(HERE, seconds)
+        METRICS.sync_rounds.inc()
+        METRICS.sync_rounds_on_loop.inc()
+        self._ended_here()
 
     def _ended_here(self) -> None:
         """After a round run on the loop (`herald.broker.lone_rounds`): no wait for
@@ -268,8 +278,13 @@ class SyncRounds:
         else:
             self._running = False
 
-    def _end_round(self, batch: list[Waiter], started: float, result: Outcomes | BaseException) -> None:
-        METRICS.sync_round_seconds.observe(time.perf_counter() - started)
+    def _end_round(self, batch: list[Waiter], started: float, way: Way | None,
+                   result: Outcomes | BaseException) -> None:
+        """A round's outcome, on the loop: answer its groups. ``way``: `THERE` for a
+        lone writer's round handed to the thread (`herald.broker.lone_rounds`), timed."""
+        seconds = time.perf_counter() - started
+        if way is THERE:
+            self._lone.ran(THERE, seconds)
         outcomes = [result] * len(batch) if isinstance(result, BaseException) else result
         # Gather: the next round opens once as many appends arrived as this one
         # answers (`arrived`), or when its writers took too long (`_gather_timed_out`).
@@ -284,6 +299,7 @@ class SyncRounds:
                 finish(outcome)
             except Exception:  # a bug in one journal's answers must not strand the others
                 log.exception("answering a sync round's group failed")
+        METRICS.sync_round_seconds.observe(seconds)
 
     def arrived(self) -> None:
         """The appends a finished round waits for are all queued (a journal calls this
