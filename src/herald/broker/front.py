@@ -239,8 +239,7 @@ class FrontConnection(asyncio.Protocol):
     def _append(self, body: bytes) -> None:
         journal = self.journal
         assert journal is not None
-        self.busy = True
-        self.started = time.perf_counter()
+        self.busy, self.started = True, time.perf_counter()
         try:
             queued = journal.append_nowait(body, self._settle)
         except HeraldError as err:
@@ -285,9 +284,7 @@ class FrontConnection(asyncio.Protocol):
         its completion callback (`herald.broker.group.CalledAnswer`), or by `_appended`."""
         close = self._closes()
         if isinstance(outcome, AppendCommit):
-            count_request("append", "OK")
-            METRICS.append_requests.observe(time.perf_counter() - self.started)
-            self._answer(commit_answer(outcome, close))
+            self._answer(commit_answer(outcome, close), self.started)
         elif isinstance(outcome, HeraldError):
             count_request("append", outcome.status.name)
             self._answer(error_answer(outcome, close))
@@ -300,15 +297,18 @@ class FrontConnection(asyncio.Protocol):
     def _closes(self) -> bool:
         return self.closing or (self.head is not None and self.head.close)
 
-    def _answer(self, answer: bytes) -> None:
-        close = self._closes()
+    def _answer(self, answer: bytes, acknowledged: float = 0.0) -> None:
+        """Write ``answer``; ``acknowledged``: an append's start, counted once it is written."""
+        close, transport = self._closes(), self.transport
+        if transport is not None and answer:
+            transport.write(answer)
+        if acknowledged:
+            count_request("append", "OK")
+            METRICS.append_requests.observe(time.perf_counter() - acknowledged)
         self.head, self.journal, self.raw_head, self.busy, self.stream = None, None, b"", False, None
         self.since = self.front.loop.time()
-        transport = self.transport
         if transport is None:
             return
-        if answer:
-            transport.write(answer)
         if close:
             transport.close()
             return
