@@ -61,12 +61,13 @@ class LoneRounds:
     """One broker's choice of where a lone writer's rounds run (see the module doc).
     Loop only."""
 
-    __slots__ = ("_lone", "_seconds", "_writer", "rounds_here")
+    __slots__ = ("_here_s", "_lone", "_there_s", "_writer", "rounds_here")
 
     def __init__(self) -> None:
         self._writer: object = None  # who wrote the last round's lone append
-        #: Each way's lone rounds, averaged (seconds); the thread's is unknown at first.
-        self._seconds: dict[Way, float] = {HERE: 0.0, THERE: 0.0}
+        #: Each way's lone rounds, averaged (seconds; 0: not timed yet). Not a dict
+        #: keyed by `Way`: an Enum's hash is a Python call, paid per round.
+        self._here_s = self._there_s = 0.0
         self._lone = 0  # lone rounds so far (every `PROBE_ROUNDS`-th goes the slower way)
         self.rounds_here = 0  # statistics
 
@@ -91,17 +92,20 @@ class LoneRounds:
     def ran(self, way: Way, seconds: float) -> None:
         """A lone round went ``way`` (`way`'s answer) and took ``seconds``, from its
         start to its outcome on the loop."""
+        weight = ROUND_WEIGHT if way is self._quicker() else PROBE_WEIGHT
         if way is HERE:
             self.rounds_here += 1
-        average = self._seconds[way]
-        weight = ROUND_WEIGHT if way is self._quicker() else PROBE_WEIGHT
-        self._seconds[way] = seconds if not average else average + (seconds - average) * weight
+            self._here_s = _averaged(self._here_s, seconds, weight)
+        else:
+            self._there_s = _averaged(self._there_s, seconds, weight)
 
     def _quicker(self) -> Way:
-        here, there = self._seconds[HERE], self._seconds[THERE]
-        return HERE if here <= there or not there else THERE
+        return HERE if self._here_s <= self._there_s or not self._there_s else THERE
 
     def statistics(self) -> dict[str, float]:
         """Rounds run here, and each way's average (us; 0: not timed yet)."""
-        return {"rounds_here": self.rounds_here, "here_us": self._seconds[HERE] * 1e6,
-                "there_us": self._seconds[THERE] * 1e6}
+        return {"rounds_here": self.rounds_here, "here_us": self._here_s * 1e6, "there_us": self._there_s * 1e6}
+
+
+def _averaged(average: float, seconds: float, weight: float) -> float:
+    return seconds if not average else average + (seconds - average) * weight

@@ -43,6 +43,7 @@ from collections.abc import Callable
 
 from herald.broker.lone_rounds import HERE, THERE, LoneRounds, Way
 from herald.broker.metrics import METRICS
+from herald.fragment.commit_log import INLINE_BYTES
 from herald.fragment.group_write import GroupWrite
 from herald.fragment.rounds import round_syncs, write_round
 from herald.helper_threads import HelperThreads
@@ -139,11 +140,12 @@ def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[..., object],
         pass
 
 
-def _run_round(writes: list[GroupWrite]) -> Outcomes | BaseException:
-    """`_counted_round`'s outcomes, or the exception it raised (a bug: every waiter
-    of the round hears of it)."""
+def _run_round(writes: list[GroupWrite], run: Callable[[list[GroupWrite]], Outcomes] | None = None
+               ) -> Outcomes | BaseException:
+    """``run``'s outcomes (default `_counted_round`), or the exception it raised (a
+    bug: every waiter of the round hears of it)."""
     try:
-        return _counted_round(writes)
+        return (run or _counted_round)(writes)
     except BaseException as err:  # noqa: BLE001 - see the docstring
         return err
 
@@ -258,8 +260,10 @@ class SyncRounds:
     def _run_here(self, batch: list[Waiter], writes: list[GroupWrite], started: float) -> None:
         """A lone writer's round, on the loop (`herald.broker.lone_rounds`): its append
         answered as soon as the round ends, what it tells the metrics and the choice
-        of the next round's way after (the writer's next request is on its way)."""
-        outcomes = _run_round(writes)
+        of the next round's way after (the writer's next request is on its way). A
+        group the log carries whole makes no fdatasync but the log's (which counts
+        its own): `round_syncs` is not asked."""
+        outcomes = _run_round(writes, write_round if writes[0].size < INLINE_BYTES else None)
         seconds = time.perf_counter() - started
         self._end_round(batch, started, None, outcomes)
         self._lone.ran(HERE, seconds)
