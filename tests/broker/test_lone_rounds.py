@@ -63,7 +63,7 @@ def test_a_lone_writers_rounds_go_the_way_that_averages_quicker_and_time_the_oth
         assert lone.statistics()["there_us"] > lone.statistics()["here_us"] > 0
         busy = _ways(lone, writes, 4 * PROBE_ROUNDS, here_s=0.003, there_s=0.0004)  # a busy one
         assert busy[-PROBE_ROUNDS:].count(THERE) >= PROBE_ROUNDS - 1  # the loop's went over: timed now and then
-        again = _ways(lone, writes, 4 * PROBE_ROUNDS, here_s=0.0001, there_s=0.0004)  # quiet again
+        again = _ways(lone, writes, 10 * PROBE_ROUNDS, here_s=0.0001, there_s=0.0004)  # quiet again
         assert again[-PROBE_ROUNDS:].count(HERE) >= PROBE_ROUNDS - 1  # the probes brought the loop's back
         assert lone.rounds_here == (quiet + busy + again).count(HERE)
         spool.close()

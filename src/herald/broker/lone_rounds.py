@@ -16,10 +16,11 @@ writer on a quick disk:
   broker: the loop, a busy thread, waits for a CPU once its sync completes. Busy
   or not, each way's rounds are timed as the writer waits for them (the thread's
   from its hand-off to its outcome back on the loop) and averaged, and a lone round
-  goes the way that averages quicker; one in `PROBE_ROUNDS` goes the other way, so
-  that its average follows the machine too. (A fixed limit of 1 ms on the loop's
-  rounds sent them to the thread under load even where the thread was no quicker:
-  on tmpfs at load 13, a quarter of the rounds, for a few preempted ones.)
+  goes the way that averages quicker (the thread's by `THERE_MARGIN`); one in
+  `PROBE_ROUNDS` goes the other way, so that its average follows the machine too.
+  (A fixed limit of 1 ms on the loop's rounds sent them to the thread under load
+  even where the thread was no quicker: on tmpfs at load 13, a quarter of the
+  rounds, for a few preempted ones.)
 
     lone = LoneRounds()
     way = lone.way(writes, writer)                # on the loop, as a round opens
@@ -42,9 +43,13 @@ HERE_MAX_SYNC_S = 0.0005
 #: averages quicker, and one of the other (a probe: one in `PROBE_ROUNDS`, so that a
 #: way quick again is taken again after a few probes, not a few dozen).
 ROUND_WEIGHT = 1 / 8
-PROBE_WEIGHT = 1 / 2
-#: One lone round in this many goes the way that averages slower, to time it again.
-PROBE_ROUNDS = 64
+PROBE_WEIGHT = 1 / 4
+#: One lone round in this many goes the way that averages slower, to time it again
+#: (a probe of the thread costs its hops' CPU, ~50-80 us, so not too often).
+PROBE_ROUNDS = 128
+#: The thread's rounds must average this much quicker than the loop's to be chosen:
+#: at par the loop is cheaper (no hops), and noise alone must not send rounds there.
+THERE_MARGIN = 0.8
 
 
 class Way(Enum):
@@ -100,7 +105,7 @@ class LoneRounds:
             self._there_s = _averaged(self._there_s, seconds, weight)
 
     def _quicker(self) -> Way:
-        return HERE if self._here_s <= self._there_s or not self._there_s else THERE
+        return THERE if self._there_s and self._there_s < self._here_s * THERE_MARGIN else HERE
 
     def statistics(self) -> dict[str, float]:
         """Rounds run here, and each way's average (us; 0: not timed yet)."""
