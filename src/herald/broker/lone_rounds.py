@@ -47,6 +47,8 @@ PROBE_WEIGHT = 1 / 4
 #: One lone round in this many goes the way that averages slower, to time it again
 #: (a probe of the thread costs its hops' CPU, ~50-80 us, so not too often).
 PROBE_ROUNDS = 128
+#: A round counts in its way's average as at most this many times that average.
+OUTLIER_FACTOR = 4.0
 #: The thread's rounds must average this much quicker than the loop's to be chosen:
 #: at par the loop is cheaper (no hops), and noise alone must not send rounds there.
 THERE_MARGIN = 0.8
@@ -113,4 +115,10 @@ class LoneRounds:
 
 
 def _averaged(average: float, seconds: float, weight: float) -> float:
-    return seconds if not average else average + (seconds - average) * weight
+    """``average`` moved towards ``seconds`` by ``weight``, a sample counted as at most
+    `OUTLIER_FACTOR` times the average: one round preempted for 10 ms (a loaded
+    machine) must not swing the choice for hundreds of rounds, while rounds that
+    stay slow still raise it by a third each."""
+    if not average:
+        return seconds
+    return average + (min(seconds, OUTLIER_FACTOR * average) - average) * weight
