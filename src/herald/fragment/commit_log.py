@@ -202,24 +202,28 @@ class CommitLog:
             if meanwhile is not None:
                 write_back_range(self._fd, at, at + size)
                 meanwhile()
+            self._before_sync(directories, at + size, 1 + twice)
             started = time.perf_counter()
             (fdatasync_twice if twice else os.fdatasync)(self._fd)
             self.sync_average.add(time.perf_counter() - started)
         except OSError:
             self._forget(at, size)
             raise
-        finally:
-            self.count_syncs("fdatasync", 1 + twice)
         self._pos = at + size
-        self._dirty.update(directories)
         if lines:  # before a rotation below: its checkpoint must find them written
             self.defer(lines)
         whole_next = self._spare > self._seq and self._allocated < self.segment_bytes  # this one was grown
         if (self._pos >= self.segment_bytes or whole_next) and self._idle.is_set():
             self._rotate()
-        else:
-            self._prepare_ahead()
         return at, size
+
+    def _before_sync(self, directories: Sequence[Path], end: int, syncs: int) -> None:
+        """What need not wait for the sync, done while the records' write-back runs, not
+        after it, where the writers wait: the spool directories marked for the next
+        checkpoint, the syncs counted, growth or the next segment asked (log at ``end``)."""
+        self._dirty.update(directories)
+        self.count_syncs("fdatasync", syncs)
+        self._prepare_ahead(end)
 
     def takes_lone(self, size: int) -> bool:
         """Whether a round of one group of ``size`` bytes is logged: under `lone_bytes`
@@ -308,14 +312,16 @@ class CommitLog:
         self._pos = self._allocated = 0
         fsync_directory(self.directory)
 
-    def _prepare_ahead(self) -> None:
-        """After a round: growth of this segment once its room runs low; the making of
-        the next once this one is half full (grown: 512 KiB of records) (each asked once)."""
-        if self._allocated - self._pos < _grow_step(self._allocated) // 2 and time.monotonic() >= self._grow_after:
+    def _prepare_ahead(self, end: int | None = None) -> None:
+        """As a round ends at ``end`` (default: where the log is): growth of this
+        segment once its room runs low; the making of the next once this one is half
+        full (grown: 512 KiB of records) (each asked once; sealed, never grown)."""
+        end = self._pos if end is None else end
+        if self._allocated - end < _grow_step(self._allocated) // 2 and time.monotonic() >= self._grow_after:
             self._grow_after = float("inf")
             self._worker.submit(functools.partial(self._grow_ahead, self._seq))
         seg, grown = self.segment_bytes, self._allocated < self.segment_bytes
-        if self._pos >= min(seg, FIRST_GROW_BYTES if grown else seg) // 2 and self._spare_asked <= self._seq:
+        if end >= min(seg, FIRST_GROW_BYTES if grown else seg) // 2 and self._spare_asked <= self._seq:
             self._spare_asked = self._seq + 1
             self._worker.submit(functools.partial(self._make_spare, self._seq + 1))
 
