@@ -287,8 +287,6 @@ class SyncRounds:
         """A round's outcome, on the loop: answer its groups. ``way``: `THERE` for a
         lone writer's round handed to the thread (`herald.broker.lone_rounds`), timed."""
         seconds = time.perf_counter() - started
-        if way is THERE:
-            self._lone.ran(THERE, seconds)
         outcomes = [result] * len(batch) if isinstance(result, BaseException) else result
         # Gather: the next round opens once as many appends arrived as this one
         # answers (`arrived`), or when its writers took too long (`_gather_timed_out`).
@@ -303,7 +301,9 @@ class SyncRounds:
                 finish(outcome)
             except Exception:  # a bug in one journal's answers must not strand the others
                 log.exception("answering a sync round's group failed")
-        METRICS.sync_round_seconds.observe(seconds)
+        METRICS.sync_round_seconds.observe(seconds)  # after the answers: nobody waits for it
+        if way is THERE:
+            self._lone.ran(THERE, seconds)
 
     def arrived(self) -> None:
         """The appends a finished round waits for are all queued (a journal calls this
