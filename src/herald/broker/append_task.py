@@ -121,10 +121,9 @@ class AppendTask:
             if isinstance(outcome, BaseException):
                 self._group_failed(accepted, mark, outcome)
             elif (commits := write.answers) is not None:  # built while the log synced (`commits_ahead`)
-                # Answered first, shown after: nothing else runs on the loop in between.
                 for (pending, _), commit in zip(accepted, commits):
                     pending.future.set_result(commit)
-                self._show(commits[0].fragment, len(accepted), write.size)
+                self._show(commits[0].fragment, len(accepted), write.size)  # answered first: same loop turn
             else:
                 self._published(accepted, write.contents, outcome, begin)
         finally:
