@@ -555,16 +555,20 @@ done:
  *
  * start_fdatasync(fd) -> a pending sync whose exception() waits for it (the GIL
  * dropped) and returns the OSError it met, or None: herald.fragment.fdatasyncs'
- * PendingSync, but the fdatasync runs on a thread of its own that never takes the
- * GIL. A Python helper needs the GIL twice per sync, to start it and to report it:
+ * PendingSync, but the fdatasync runs on a native thread that never takes the GIL.
+ * A Python helper needs the GIL twice per sync, to start it and to report it:
  * behind a busy event loop and a persisting thread that cost a streamed 1 MiB append
- * 0.1-0.7 ms before its data sync even began (time stamps, 1 MiB x1). The thread
- * and the waiter share a small job, freed by whichever lets go of it last. The
- * caller keeps `fd` open until exception() returned. */
-typedef struct {
+ * 0.1-0.7 ms before its data sync even began (time stamps, 1 MiB x1). The threads
+ * (at most SYNC_THREADS, started on demand, then idle on a condition) take jobs in
+ * order; a job is shared by its thread and its waiter and freed by whichever lets
+ * go of it last. The caller keeps `fd` open until exception() returned. */
+#define SYNC_THREADS 8
+
+typedef struct SyncJob {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int fd, done, err, refs;
+    struct SyncJob *next;
 } SyncJob;
 
 typedef struct {
@@ -573,6 +577,11 @@ typedef struct {
 } PendingSyncObject;
 
 static PyTypeObject PendingSyncType;
+
+static pthread_mutex_t sync_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_pool_cv = PTHREAD_COND_INITIALIZER;
+static SyncJob *sync_queue_head, *sync_queue_tail;
+static int sync_threads, sync_idle;
 
 static void sync_job_release(SyncJob *job)
 {
@@ -586,9 +595,8 @@ static void sync_job_release(SyncJob *job)
     }
 }
 
-static void *sync_job_run(void *arg)
+static void sync_job_run(SyncJob *job)
 {
-    SyncJob *job = arg;
     int err = 0;
     while (fdatasync(job->fd) != 0) {
         if (errno != EINTR) {
@@ -602,7 +610,63 @@ static void *sync_job_run(void *arg)
     pthread_cond_broadcast(&job->cv);
     pthread_mutex_unlock(&job->mu);
     sync_job_release(job);
+}
+
+static void *sync_thread_main(void *unused)
+{
+    for (;;) {
+        pthread_mutex_lock(&sync_pool_mu);
+        while (sync_queue_head == NULL) {
+            sync_idle++;
+            pthread_cond_wait(&sync_pool_cv, &sync_pool_mu);
+            sync_idle--;
+        }
+        SyncJob *job = sync_queue_head;
+        if ((sync_queue_head = job->next) == NULL)
+            sync_queue_tail = NULL;
+        pthread_mutex_unlock(&sync_pool_mu);
+        sync_job_run(job);
+    }
     return NULL;
+}
+
+/* A forked child has none of its parent's threads: it starts its own. */
+static void sync_pool_after_fork(void)
+{
+    pthread_mutex_init(&sync_pool_mu, NULL);
+    pthread_cond_init(&sync_pool_cv, NULL);
+    sync_queue_head = sync_queue_tail = NULL;
+    sync_threads = sync_idle = 0;
+}
+
+/* Queue `job` for a pool thread, starting one if none is idle and there is room;
+ * 0, or -1 if no thread runs and none could be started (the caller syncs itself). */
+static int sync_pool_submit(SyncJob *job)
+{
+    pthread_mutex_lock(&sync_pool_mu);
+    if (sync_idle == 0 && sync_threads < SYNC_THREADS) {
+        pthread_t thread;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 64 << 10);
+        if (pthread_create(&thread, &attr, sync_thread_main, NULL) == 0)
+            sync_threads++;
+        pthread_attr_destroy(&attr);
+    }
+    if (sync_threads == 0) {
+        pthread_mutex_unlock(&sync_pool_mu);
+        return -1;
+    }
+    job->next = NULL;
+    if (sync_queue_tail != NULL)
+        sync_queue_tail->next = job;
+    else
+        sync_queue_head = job;
+    sync_queue_tail = job;
+    pthread_cond_signal(&sync_pool_cv);
+    pthread_mutex_unlock(&sync_pool_mu);
+    return 0;
 }
 
 static PyObject *start_fdatasync(PyObject *module, PyObject *arg)
@@ -614,14 +678,13 @@ static PyObject *start_fdatasync(PyObject *module, PyObject *arg)
         PyErr_SetString(PyExc_ValueError, "start_fdatasync: not a file descriptor");
         return NULL;
     }
-    int fd = (int)value;
     SyncJob *job = calloc(1, sizeof(SyncJob));
     if (job == NULL)
         return PyErr_NoMemory();
     pthread_mutex_init(&job->mu, NULL);
     pthread_cond_init(&job->cv, NULL);
-    job->fd = fd;
-    job->refs = 2;  /* the thread's and the pending sync's */
+    job->fd = (int)value;
+    job->refs = 2;  /* the pool's and the pending sync's */
     PendingSyncObject *pending = PyObject_New(PendingSyncObject, &PendingSyncType);
     if (pending == NULL) {
         job->refs = 1;
@@ -629,14 +692,7 @@ static PyObject *start_fdatasync(PyObject *module, PyObject *arg)
         return NULL;
     }
     pending->job = job;
-    pthread_t thread;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 << 10);
-    int rc = pthread_create(&thread, &attr, sync_job_run, job);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {  /* no thread to be had: sync here, as the caller would have */
+    if (sync_pool_submit(job) < 0) {  /* no thread to be had: sync here, as the caller would have */
         Py_BEGIN_ALLOW_THREADS
         sync_job_run(job);
         Py_END_ALLOW_THREADS
@@ -710,6 +766,7 @@ PyMODINIT_FUNC PyInit__spool_native(void)
     }
     if (PyType_Ready(&SHA1Type) < 0 || PyType_Ready(&PendingSyncType) < 0)
         return NULL;
+    pthread_atfork(NULL, NULL, sync_pool_after_fork);
     PyObject *m = PyModule_Create(&spool_native_module);
     if (m == NULL)
         return NULL;

@@ -199,7 +199,8 @@ def _start_data_sync(fd: int) -> PendingSync:
     native thread that never takes the GIL (`_spool_native.start_fdatasync`): a
     Python helper (`SYNCS`) needs the GIL to start the sync and again to report it,
     and behind a busy event loop and a persisting thread the start alone waited
-    0.1-0.7 ms (time stamps, 1 MiB x1, load ~4), on the append's critical path."""
+    0.1-0.7 ms (time stamps, 1 MiB x1, load ~4), on the append's critical path.
+    The native start and wait cost ~15 us of CPU against SYNCS' ~19."""
     if _native_fdatasync is not None:
         return _native_fdatasync(fd)
     return SYNCS.fdatasync(fd)
