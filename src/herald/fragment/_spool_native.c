@@ -1,8 +1,8 @@
 /* herald.fragment._spool_native: the spool write path in C. SHA1 objects
  * (hashlib's interface) and `update_both`, which feeds the same bytes to two of them
  * in ONE pass, their rounds interleaved; a small group's `seal`; a round's
- * `pwrite_each`; a streamed body's data sync, `start_fdatasync`, on a thread that
- * never takes the GIL.
+ * `pwrite_each`; and (_spool_syncs.c) a streamed body's data sync, `start_fdatasync`,
+ * on a thread that never takes the GIL.
  *
  * Why: every appended byte is hashed twice, into its body's SHA1 (the append's
  * X-Commit-SHA1-Sum, as Gazette's clientSummer) and into the fragment's running SHA1
@@ -22,9 +22,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <pthread.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -33,6 +30,9 @@
 #endif
 
 #define GIL_MINSIZE 2048
+
+/* start_fdatasync and its PendingSync, in _spool_syncs.c: added to the module by PyInit. */
+int spool_syncs_add(PyObject *module);
 
 #ifdef HAVE_SHA_NI
 typedef struct {
@@ -551,193 +551,6 @@ done:
     return result;
 }
 
-/* -- start_fdatasync: a streamed body's data fdatasync, started with no GIL ---------
- *
- * start_fdatasync(fd) -> a pending sync whose exception() waits for it (the GIL
- * dropped) and returns the OSError it met, or None: herald.fragment.fdatasyncs'
- * PendingSync, but the fdatasync runs on a native thread that never takes the GIL.
- * A Python helper needs the GIL twice per sync, to start it and to report it:
- * behind a busy event loop and a persisting thread that cost a streamed 1 MiB append
- * 0.1-0.7 ms before its data sync even began (time stamps, 1 MiB x1). The threads
- * (at most SYNC_THREADS, started on demand, then idle on a condition) take jobs in
- * order; a job is shared by its thread and its waiter and freed by whichever lets
- * go of it last. The caller keeps `fd` open until exception() returned. */
-#define SYNC_THREADS 8
-
-typedef struct SyncJob {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int fd, done, err, refs;
-    struct SyncJob *next;
-} SyncJob;
-
-typedef struct {
-    PyObject_HEAD
-    SyncJob *job;
-} PendingSyncObject;
-
-static PyTypeObject PendingSyncType;
-
-static pthread_mutex_t sync_pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sync_pool_cv = PTHREAD_COND_INITIALIZER;
-static SyncJob *sync_queue_head, *sync_queue_tail;
-static int sync_threads, sync_idle;
-
-static void sync_job_release(SyncJob *job)
-{
-    pthread_mutex_lock(&job->mu);
-    int left = --job->refs;
-    pthread_mutex_unlock(&job->mu);
-    if (left == 0) {
-        pthread_cond_destroy(&job->cv);
-        pthread_mutex_destroy(&job->mu);
-        free(job);
-    }
-}
-
-static void sync_job_run(SyncJob *job)
-{
-    int err = 0;
-    while (fdatasync(job->fd) != 0) {
-        if (errno != EINTR) {
-            err = errno;
-            break;
-        }
-    }
-    pthread_mutex_lock(&job->mu);
-    job->err = err;
-    job->done = 1;
-    pthread_cond_broadcast(&job->cv);
-    pthread_mutex_unlock(&job->mu);
-    sync_job_release(job);
-}
-
-static void *sync_thread_main(void *unused)
-{
-    for (;;) {
-        pthread_mutex_lock(&sync_pool_mu);
-        while (sync_queue_head == NULL) {
-            sync_idle++;
-            pthread_cond_wait(&sync_pool_cv, &sync_pool_mu);
-            sync_idle--;
-        }
-        SyncJob *job = sync_queue_head;
-        if ((sync_queue_head = job->next) == NULL)
-            sync_queue_tail = NULL;
-        pthread_mutex_unlock(&sync_pool_mu);
-        sync_job_run(job);
-    }
-    return NULL;
-}
-
-/* A forked child has none of its parent's threads: it starts its own. */
-static void sync_pool_after_fork(void)
-{
-    pthread_mutex_init(&sync_pool_mu, NULL);
-    pthread_cond_init(&sync_pool_cv, NULL);
-    sync_queue_head = sync_queue_tail = NULL;
-    sync_threads = sync_idle = 0;
-}
-
-/* Queue `job` for a pool thread, starting one if none is idle and there is room;
- * 0, or -1 if no thread runs and none could be started (the caller syncs itself). */
-static int sync_pool_submit(SyncJob *job)
-{
-    pthread_mutex_lock(&sync_pool_mu);
-    if (sync_idle == 0 && sync_threads < SYNC_THREADS) {
-        pthread_t thread;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&attr, 64 << 10);
-        if (pthread_create(&thread, &attr, sync_thread_main, NULL) == 0)
-            sync_threads++;
-        pthread_attr_destroy(&attr);
-    }
-    if (sync_threads == 0) {
-        pthread_mutex_unlock(&sync_pool_mu);
-        return -1;
-    }
-    job->next = NULL;
-    if (sync_queue_tail != NULL)
-        sync_queue_tail->next = job;
-    else
-        sync_queue_head = job;
-    sync_queue_tail = job;
-    pthread_cond_signal(&sync_pool_cv);
-    pthread_mutex_unlock(&sync_pool_mu);
-    return 0;
-}
-
-static PyObject *start_fdatasync(PyObject *module, PyObject *arg)
-{
-    long value = PyLong_AsLong(arg);
-    if (value == -1 && PyErr_Occurred())
-        return NULL;
-    if (value < 0 || value > INT_MAX) {
-        PyErr_SetString(PyExc_ValueError, "start_fdatasync: not a file descriptor");
-        return NULL;
-    }
-    SyncJob *job = calloc(1, sizeof(SyncJob));
-    if (job == NULL)
-        return PyErr_NoMemory();
-    pthread_mutex_init(&job->mu, NULL);
-    pthread_cond_init(&job->cv, NULL);
-    job->fd = (int)value;
-    job->refs = 2;  /* the pool's and the pending sync's */
-    PendingSyncObject *pending = PyObject_New(PendingSyncObject, &PendingSyncType);
-    if (pending == NULL) {
-        job->refs = 1;
-        sync_job_release(job);
-        return NULL;
-    }
-    pending->job = job;
-    if (sync_pool_submit(job) < 0) {  /* no thread to be had: sync here, as the caller would have */
-        Py_BEGIN_ALLOW_THREADS
-        sync_job_run(job);
-        Py_END_ALLOW_THREADS
-    }
-    return (PyObject *)pending;
-}
-
-static PyObject *pending_sync_exception(PendingSyncObject *self, PyObject *Py_UNUSED(ignored))
-{
-    SyncJob *job = self->job;
-    int err;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&job->mu);
-    while (!job->done)
-        pthread_cond_wait(&job->cv, &job->mu);
-    err = job->err;
-    pthread_mutex_unlock(&job->mu);
-    Py_END_ALLOW_THREADS
-    if (err == 0)
-        Py_RETURN_NONE;
-    return PyObject_CallFunction(PyExc_OSError, "is", err, strerror(err));
-}
-
-static void pending_sync_dealloc(PendingSyncObject *self)
-{
-    sync_job_release(self->job);  /* a sync still running frees the job itself */
-    PyObject_Free(self);
-}
-
-static PyMethodDef pending_sync_methods[] = {
-    {"exception", (PyCFunction)pending_sync_exception, METH_NOARGS,
-     "Wait for the sync (the GIL dropped); the OSError it raised, or None."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyTypeObject PendingSyncType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "herald.fragment._spool_native.PendingSync",
-    .tp_basicsize = sizeof(PendingSyncObject),
-    .tp_dealloc = (destructor)pending_sync_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "An fdatasync under way on a thread of its own (see start_fdatasync).",
-    .tp_methods = pending_sync_methods,
-};
-
 static PyMethodDef module_methods[] = {
     {"sha1", (PyCFunction)(void (*)(void))new_sha1, METH_FASTCALL, "A new SHA1, optionally fed its first bytes."},
     {"update_both", (PyCFunction)(void (*)(void))update_both, METH_FASTCALL,
@@ -746,8 +559,6 @@ static PyMethodDef module_methods[] = {
      "Write each (fd, buffers, offset) in full, the GIL dropped once; each one's errno (0: written)."},
     {"seal", (PyCFunction)(void (*)(void))seal, METH_FASTCALL,
      "Hash a group's bodies into a running SHA1: each body's hex digest and the running one's."},
-    {"start_fdatasync", (PyCFunction)start_fdatasync, METH_O,
-     "Start fdatasync(fd) on a thread of its own that never takes the GIL; its PendingSync."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -764,15 +575,18 @@ PyMODINIT_FUNC PyInit__spool_native(void)
         PyErr_SetString(PyExc_ImportError, "_spool_native: this CPU has no SHA extensions");
         return NULL;
     }
-    if (PyType_Ready(&SHA1Type) < 0 || PyType_Ready(&PendingSyncType) < 0)
+    if (PyType_Ready(&SHA1Type) < 0)
         return NULL;
-    pthread_atfork(NULL, NULL, sync_pool_after_fork);
     PyObject *m = PyModule_Create(&spool_native_module);
     if (m == NULL)
         return NULL;
     Py_INCREF(&SHA1Type);
     if (PyModule_AddObject(m, "SHA1", (PyObject *)&SHA1Type) < 0) {
         Py_DECREF(&SHA1Type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (spool_syncs_add(m) < 0) {  /* _spool_syncs.c */
         Py_DECREF(m);
         return NULL;
     }
