@@ -119,3 +119,17 @@ def test_each_run_appends_its_headlines_to_history_csv(tmp_path):
     assert {r["comparison"] for r in rows} == {"trivial ops/s"}
     assert float(rows[0]["ratio"]) == 3.0 and rows[0]["quick"] == "1"
     assert rows[0]["commit"] and rows[0]["commit"] != "unknown"
+
+
+def test_the_append_benchmarks_cpu_reading_counts_a_process_cpu_time():
+    """`bench.append._cpu_s` (the broker's CPU per MiB of the 1 MiB cases) reads a
+    process's user + system CPU: it grows as the process works."""
+    import os
+
+    from bench.append import _cpu_s
+
+    before = _cpu_s(os.getpid())
+    total = 0
+    while _cpu_s(os.getpid()) == before:  # ticks of 10 ms: work until the next one
+        total += sum(range(10_000))
+    assert _cpu_s(os.getpid()) > before > 0 and total > 0

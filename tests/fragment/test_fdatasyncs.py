@@ -83,3 +83,37 @@ def test_fdatasync_twice_returns_once_both_synced_and_raises_what_failed(tmp_pat
         fdatasync_twice(fd)  # closed: both calls fail
     assert raised.value.errno == errno.EBADF
     assert path.read_bytes() == b"record"
+
+
+def test_a_native_sync_returns_none_once_synced_and_a_failed_one_its_own_error(tmp_path):
+    """The C extension's `start_fdatasync` (a streamed body's data sync, never taking
+    the GIL) keeps `PendingSync`'s contract: None, or the OSError it met, asked
+    any number of times; one failing does not fail another."""
+    native = pytest.importorskip("herald.fragment._spool_native", reason="the C extension is not built here")
+    if not hasattr(native, "start_fdatasync"):
+        pytest.skip("the C extension was built before start_fdatasync")
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
+    r, w = os.pipe()
+    try:
+        os.write(fd, b"x" * 4096)
+        good, bad = native.start_fdatasync(fd), native.start_fdatasync(r)  # a pipe cannot be synced
+        error = bad.exception()
+        assert isinstance(error, OSError) and error.errno == errno.EINVAL
+        assert bad.exception().errno == errno.EINVAL
+        assert good.exception() is None and good.exception() is None
+        dropped = native.start_fdatasync(fd)  # let go of unwaited: its thread frees what it shares
+        del dropped
+        assert native.start_fdatasync(fd).exception() is None
+    finally:
+        for each in (fd, r, w):
+            os.close(each)
+
+
+def test_a_native_sync_refuses_what_is_not_a_descriptor():
+    native = pytest.importorskip("herald.fragment._spool_native", reason="the C extension is not built here")
+    if not hasattr(native, "start_fdatasync"):
+        pytest.skip("the C extension was built before start_fdatasync")
+    with pytest.raises(ValueError):
+        native.start_fdatasync(-1)
+    with pytest.raises(TypeError):
+        native.start_fdatasync("3")

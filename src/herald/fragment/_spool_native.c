@@ -1,7 +1,8 @@
 /* herald.fragment._spool_native: the spool write path in C. SHA1 objects
  * (hashlib's interface) and `update_both`, which feeds the same bytes to two of them
  * in ONE pass, their rounds interleaved; a small group's `seal`; a round's
- * `pwrite_each`.
+ * `pwrite_each`; and (_spool_syncs.c) a streamed body's data sync, `start_fdatasync`,
+ * on a thread that never takes the GIL.
  *
  * Why: every appended byte is hashed twice, into its body's SHA1 (the append's
  * X-Commit-SHA1-Sum, as Gazette's clientSummer) and into the fragment's running SHA1
@@ -29,6 +30,9 @@
 #endif
 
 #define GIL_MINSIZE 2048
+
+/* start_fdatasync and its PendingSync, in _spool_syncs.c: added to the module by PyInit. */
+int spool_syncs_add(PyObject *module);
 
 #ifdef HAVE_SHA_NI
 typedef struct {
@@ -579,6 +583,10 @@ PyMODINIT_FUNC PyInit__spool_native(void)
     Py_INCREF(&SHA1Type);
     if (PyModule_AddObject(m, "SHA1", (PyObject *)&SHA1Type) < 0) {
         Py_DECREF(&SHA1Type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (spool_syncs_add(m) < 0) {  /* _spool_syncs.c */
         Py_DECREF(m);
         return NULL;
     }

@@ -35,6 +35,12 @@ from herald.fragment.whole_writes import pwrite_all
 from herald.helper_threads import HelperThreads
 from herald.protocol.labels import LabelSet
 
+_native_fdatasync: Callable[[int], PendingSync] | None
+try:  # the data sync on a thread that never takes the GIL (see `_start_data_sync`)
+    from herald.fragment._spool_native import start_fdatasync as _native_fdatasync  # type: ignore[assignment]
+except ImportError:  # not built, or built before it: a Python helper thread's
+    _native_fdatasync = None
+
 if TYPE_CHECKING:
     from herald.fragment.spool import Spool
 
@@ -175,7 +181,7 @@ class SpoolStream:
         if self.complete and self.error is None:
             # Every byte is in the page cache: the data's fdatasync needs nothing
             # else, so it starts now, before the hop to the sync round.
-            self.data_sync = SYNCS.fdatasync(self.spool._fd)
+            self.data_sync = _start_data_sync(self.spool._fd)
 
     def read_back(self) -> bytes:
         """The body's bytes written so far, read back (from the page cache): a body
@@ -186,6 +192,18 @@ class SpoolStream:
         """The whole body's group, for a sync round."""
         assert self.complete
         return StreamedWrite(self, registers, now_unix)
+
+
+def _start_data_sync(fd: int) -> PendingSync:
+    """A streamed body's data fdatasync, started at its last byte. Where built, on a
+    native thread that never takes the GIL (`_spool_native.start_fdatasync`): a
+    Python helper (`SYNCS`) needs the GIL to start the sync and again to report it,
+    and behind a busy event loop and a persisting thread the start alone waited
+    0.1-0.7 ms (time stamps, 1 MiB x1, load ~4), on the append's critical path.
+    The native start and wait cost ~15 us of CPU against SYNCS' ~19."""
+    if _native_fdatasync is not None:
+        return _native_fdatasync(fd)
+    return SYNCS.fdatasync(fd)
 
 
 class StreamedWrite(GroupWrite):
