@@ -33,7 +33,7 @@
 #include <string.h>
 
 static uint8_t HEX[256];
-static const char DIGITS[] = "0123456789abcdef";
+static uint8_t PAIRS[256][2];  /* each byte's two lowercase hex digits */
 /* Where each of a UUID's 16 bytes sits (its two hex digits) in the 36-character text. */
 static const uint8_t BYTE_AT[16] = {0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34};
 
@@ -277,11 +277,9 @@ static inline uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[
 
 static void uuid_text(const uint8_t *u, uint8_t *text)
 {
-    memset(text, '-', 36);
-    for (int k = 0; k < 16; k++) {
-        text[BYTE_AT[k]] = (uint8_t)DIGITS[u[k] >> 4];
-        text[BYTE_AT[k] + 1] = (uint8_t)DIGITS[u[k] & 0xF];
-    }
+    for (int k = 0; k < 16; k++)
+        memcpy(text + BYTE_AT[k], PAIRS[u[k]], 2);
+    text[8] = text[13] = text[18] = text[23] = '-';
 }
 
 static PyObject *uuid_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -357,6 +355,11 @@ static struct PyModuleDef scan_native_module = {
 
 PyMODINIT_FUNC PyInit__scan_native(void)
 {
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < 256; i++) {
+        PAIRS[i][0] = (uint8_t)digits[i >> 4];
+        PAIRS[i][1] = (uint8_t)digits[i & 0xF];
+    }
     memset(HEX, 0xFF, sizeof HEX);
     for (int i = 0; i < 10; i++)
         HEX['0' + i] = (uint8_t)i;
