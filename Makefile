@@ -10,7 +10,8 @@ PYTEST_ARGS ?=
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py src/herald/fragment/_spool_native.c src/herald/fragment/_spool_syncs.c
+$(STAMP): pyproject.toml setup.py src/herald/fragment/_spool_native.c src/herald/fragment/_spool_syncs.c \
+		src/herald/spark/_scan_native.c
 	@command -v $(PYTHON) >/dev/null || PYTHON=python3
 	$(MAKE) system-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,7 +20,7 @@ $(STAMP): pyproject.toml setup.py src/herald/fragment/_spool_native.c src/herald
 	$(BIN)/python -m herald.spark.pyspark_zip  # bytecode in pyspark.zip and py4j's zip: Spark's Python processes start 2-3x faster
 	touch $(STAMP)
 
-# gcc builds the optional C extension herald.fragment._spool_native (setup.py); Java runs Spark; etcd runs cluster tests; fuse3 (libfuse3 + fusermount3) runs the
+# gcc builds the optional C extensions herald.fragment._spool_native and herald.spark._scan_native (setup.py); Java runs Spark; etcd runs cluster tests; fuse3 (libfuse3 + fusermount3) runs the
 # power-loss tests' file system; postgresql (server binaries under /usr/lib/postgresql)
 # is bike-share's store; chromium + chromedriver show the status page to its test.
 # apt-get only what is missing.

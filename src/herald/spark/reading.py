@@ -22,11 +22,12 @@ import pyarrow as pa
 from herald.client import BrokerClient, FragmentInfo, RetryReader, read_fragment, slice_chunks
 from herald.client.transient import Backoff
 from herald.message import Checkpoint, Envelope, Frame, Framing, FramingError, Replay, Sequencer
-from herald.message.columnar import Columns, scan_ndjson
+from herald.message.columnar import Columns
 from herald.message.decode_errors import DecodeErrors
 from herald.message.framing import NDJSONFraming
 from herald.message.sequencing import sequence_block
 from herald.protocol.errors import HeraldError, Status
+from herald.spark.blocks import SCAN_BLOCK_BYTES, BlockScanner, on_decode_error
 from herald.spark.rows import RowBuffer, columns_batch, select_rows
 
 __all__ = ["BlockScanner", "Piece", "committed_batches", "decode_fragment", "decode_range", "piece_chunks",
@@ -34,11 +35,6 @@ __all__ = ["BlockScanner", "Piece", "committed_batches", "decode_fragment", "dec
 
 log = logging.getLogger(__name__)
 SIGNATURE_TTL_S = 3600.0
-#: Decoded bytes per scanned block (and so per Arrow batch, ~8 k rows of ~250 B).
-#: Small enough that the block, its newline scan and its values copy stay in the
-#: CPU's cache: 8 MiB blocks cost ~35 % more per row in the scan and Arrow build
-#: (issue 15; with `herald.client.offload`'s 256 KiB stored reads).
-SCAN_BLOCK_BYTES = 2 << 20
 #: How long a planned range that a broker serves only in part is asked for again
 #: (a replica still filling a hole after a fail-over lists its store each minute).
 SHORT_READ_DEADLINE_S = 180.0
@@ -88,13 +84,6 @@ def _decode(chunks: Iterator[tuple[int, bytes]], framing: Framing, errors: Decod
             yield event
 
 
-def on_decode_error(errors: DecodeErrors, error: FramingError) -> None:
-    """Raise (option ``onDecodeError=fail``, the default) or log and count the skip."""
-    errors.handle(error)
-    log.warning("journal=%s offset=%d skipped an undecodable message (%d in this task): %s",
-                errors.journal, error.offset, errors.skipped, error)
-
-
 def piece_chunks(client: BrokerClient | None, piece: Piece) -> Iterator[tuple[int, bytes]]:
     """``(offset, bytes)`` of a piece: from its store if persisted, else the broker
     (``client`` may be None for a persisted piece)."""
@@ -103,60 +92,6 @@ def piece_chunks(client: BrokerClient | None, piece: Piece) -> Iterator[tuple[in
         return
     assert client is not None, "a piece read through the broker needs a client"
     yield from read_through(client, piece.journal, piece.begin, piece.end)
-
-
-class BlockScanner:
-    """NDJSON bytes → `Columns` a block at a time (numpy, `herald.message.columnar`):
-    no Python object per message. Fed ``(offset, bytes)`` chunks of contiguous
-    journal bytes starting on a message boundary; keeps a torn last line for the
-    next block. ``last_end`` is the end of the last complete line scanned. With
-    ``values`` False, blocks carry no values (a state-only pass)."""
-
-    def __init__(self, framing: NDJSONFraming, errors: DecodeErrors, block_bytes: int = SCAN_BLOCK_BYTES,
-                 values: bool = True) -> None:
-        self.framing, self.errors, self.block_bytes, self.values = framing, errors, block_bytes, values
-        self._parts: list[bytes] = []
-        self._size, self._base = 0, -1
-        self.last_end = -1
-
-    @property
-    def buffered(self) -> int:
-        """Bytes of an incomplete last line held back."""
-        return self._size
-
-    @property
-    def buffered_at(self) -> int:
-        """Journal offset of the bytes held back."""
-        return self._base
-
-    def feed(self, offset: int, chunk: bytes) -> Columns | None:
-        """Buffer ``chunk``; a block of complete lines once ``block_bytes`` are held."""
-        if self._base < 0:
-            self._base = offset
-        self._parts.append(chunk)
-        self._size += len(chunk)
-        return self.flush() if self._size >= self.block_bytes else None
-
-    def flush(self) -> Columns | None:
-        """The complete lines held (None if there are none)."""
-        if not self._size:
-            return None
-        buf = b"".join(self._parts)
-        cols, used = scan_ndjson(buf, self._base, self.framing, self.values)
-        for error in cols.errors:
-            on_decode_error(self.errors, error)
-        if used:
-            self.last_end = self._base + used
-        self._parts, self._size, self._base = [buf[used:]], len(buf) - used, self._base + used
-        return cols if len(cols) else None
-
-    def scan(self, chunks: Iterable[tuple[int, bytes]]) -> Iterator[Columns]:
-        """Every complete line of ``chunks``, in blocks; the torn rest stays held."""
-        for offset, chunk in chunks:
-            if (cols := self.feed(offset, chunk)) is not None:
-                yield cols
-        if (cols := self.flush()) is not None:
-            yield cols
 
 
 def scan_batches(chunks: Iterable[tuple[int, bytes]], journal: str, framing: NDJSONFraming,

@@ -16,7 +16,9 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
+from herald.message.columnar import Columns
 from herald.message.uuid import GREGORIAN_OFFSET_100NS
+from herald.spark.blocks import NATIVE
 
 __all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "RowBuffer", "columns_batch", "select_rows", "subset_schema"]
 
@@ -36,6 +38,8 @@ ARROW_SCHEMA = pa.schema([
     ("value", pa.binary()),
 ])
 _UUID_COLUMNS = ("uuid", "producer", "clock", "flags", "timestamp")
+_NUMBERS = frozenset(("clock", "flags", "timestamp"))
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
 _ZERO = bytes(16)
 _UUID_DTYPE = np.dtype([("low", ">u4"), ("mid", ">u2"), ("hi", ">u2"), ("seq", ">u2"), ("producer", "V6")])
 
@@ -63,13 +67,23 @@ def _uuid_columns(uuids: list[bytes | None], schema: pa.Schema) -> dict[str, pa.
     return _packed_uuid_columns(b"".join(_ZERO if u is None else u for u in uuids), valid, None, schema)
 
 
-def _packed_uuid_columns(packed: bytes, valid: np.ndarray, text: np.ndarray | None,
+def _packed_uuid_columns(packed: bytes | np.ndarray, valid: np.ndarray, text: np.ndarray | None,
                          schema: pa.Schema) -> dict[str, pa.Array]:
     """Those of uuid, producer, clock, flags, timestamp that ``schema`` names, from
     ``n`` packed 16-byte UUIDs (``text``, their n × 36 text, if the caller has it
     already). The text is built only for uuid or producer (issue 15: a query that
-    asks for neither pays for neither, here or in the JVM)."""
-    n, names = len(valid), schema.names
+    asks for neither pays for neither, here or in the JVM). In C where it is built."""
+    if NATIVE is not None:
+        return native_uuid_columns(packed, valid, schema.names)
+    return numpy_uuid_columns(packed, valid, text, schema.names)
+
+
+def numpy_uuid_columns(packed: bytes | np.ndarray, valid: np.ndarray, text: np.ndarray | None,
+                       names: list[str]) -> dict[str, pa.Array]:
+    """`_packed_uuid_columns` with numpy (no C extension built; the definition
+    `native_uuid_columns` is tested against)."""
+    n = len(valid)
+    packed = packed if isinstance(packed, bytes) else packed.tobytes()
     out: dict[str, pa.Array] = {}
     if text is None and ("uuid" in names or "producer" in names):
         hexed = np.frombuffer(binascii.hexlify(packed), dtype=np.uint8).reshape(n, 32)
@@ -77,10 +91,12 @@ def _packed_uuid_columns(packed: bytes, valid: np.ndarray, text: np.ndarray | No
         text[:, 0:8], text[:, 9:13], text[:, 14:18] = hexed[:, 0:8], hexed[:, 8:12], hexed[:, 12:16]
         text[:, 19:23], text[:, 24:36] = hexed[:, 16:20], hexed[:, 20:32]
     if "uuid" in names:
+        assert text is not None
         out["uuid"] = _fixed_strings(text, valid)
     if "producer" in names:
+        assert text is not None
         out["producer"] = _fixed_strings(text[:, 24:36], valid)
-    if not {"clock", "flags", "timestamp"} & set(names):
+    if not _NUMBERS & set(names):
         return out
     f = np.frombuffer(packed, dtype=_UUID_DTYPE)
     ts = f["low"].astype(np.uint64) | (f["mid"].astype(np.uint64) << 32) \
@@ -93,6 +109,30 @@ def _packed_uuid_columns(packed: bytes, valid: np.ndarray, text: np.ndarray | No
     out["clock"] = pa.array(clock.view(np.int64), pa.int64(), mask=mask)
     out["flags"] = pa.array(flags, pa.int32(), mask=mask)
     out["timestamp"] = pa.array(micros, pa.timestamp("us", tz="UTC"), mask=mask)
+    return out
+
+
+def native_uuid_columns(packed: bytes | np.ndarray, valid: np.ndarray, names: list[str]) -> dict[str, pa.Array]:
+    """`_packed_uuid_columns` in C (`herald.spark._scan_native.uuid_columns`: one pass
+    over the UUIDs, each column's Arrow buffer written once)."""
+    assert NATIVE is not None
+    want_text, want_numbers = "uuid" in names or "producer" in names, bool(_NUMBERS & set(names))
+    text, producer, clock, flags, micros = NATIVE.uuid_columns(packed, want_text, want_numbers,
+                                                               GREGORIAN_OFFSET_100NS)
+    n = len(valid)
+    nulls = int(n - np.count_nonzero(valid))
+    validity = pa.array(valid).buffers()[1] if nulls else None
+    built = {"uuid": (pa.string(), 36, text), "producer": (pa.string(), 12, producer), "clock": (pa.int64(), 0, clock),
+             "flags": (pa.int32(), 0, flags), "timestamp": (_TIMESTAMP, 0, micros)}
+    out: dict[str, pa.Array] = {}
+    for name in names:
+        if name not in built:
+            continue
+        kind, width, data = built[name]
+        buffers = [validity, pa.py_buffer(data)]
+        if width:
+            buffers.insert(1, pa.py_buffer(np.arange(0, (n + 1) * width, width, dtype=np.int32)))
+        out[name] = pa.Array.from_buffers(kind, n, buffers, null_count=nulls)
     return out
 
 
@@ -152,14 +192,14 @@ def _repeated(text: str, n: int) -> pa.Array:
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data * n))
 
 
-def columns_batch(journal: str, cols, columns: frozenset[str] | None = None) -> pa.RecordBatch:
+def columns_batch(journal: str, cols: Columns, columns: frozenset[str] | None = None) -> pa.RecordBatch:
     """A record batch straight from `herald.message.columnar.Columns` (no per-row
     work), of Herald's ``columns`` (all for None: `subset_schema`)."""
     n, schema = len(cols), subset_schema(columns)
     has_uuid = any(name in schema.names for name in _UUID_COLUMNS)
     return _batch(schema, journal, n, lambda: pa.array(cols.begins, pa.int64()),
                   lambda: pa.array(cols.ends, pa.int64()),
-                  lambda: _packed_uuid_columns(np.ascontiguousarray(cols.uuids).tobytes(), cols.has_uuid, cols.text,
+                  lambda: _packed_uuid_columns(np.ascontiguousarray(cols.uuids), cols.has_uuid, cols.text,
                                                schema) if has_uuid else {},
                   lambda: pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(cols.offsets),
                                                                        pa.py_buffer(cols.values)]))
