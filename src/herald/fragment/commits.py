@@ -28,7 +28,8 @@ import orjson
 
 from herald.protocol.labels import LabelSet
 
-__all__ = ["CommitRecord", "encode_record", "last_verified_commit", "read_commit_records"]
+__all__ = ["CommitRecord", "encode_record", "last_verified_commit", "read_commit_records", "record_affixes",
+           "registers_json"]
 
 READ_BLOCK_BYTES = 1 << 20
 
@@ -49,6 +50,22 @@ def encode_record(end: int, registers: LabelSet, sha1_hex: str, first_append_uni
     if first_append_unix is not None:
         record["first_append_unix"] = first_append_unix
     return orjson.dumps(record) + b"\n"
+
+
+def registers_json(registers: LabelSet) -> bytes:
+    """``registers`` as `encode_record` writes them (a spool keeps it while they last)."""
+    return orjson.dumps(registers.to_list())
+
+
+def record_affixes(end: int, registers_json: bytes, first_append_unix: float | None) -> tuple[bytes, bytes]:
+    """The line `encode_record` gives, split around its SHA1: ``prefix + sha1_hex +
+    suffix`` is that line, so that the C seal (`herald.fragment.spool_sums.seal_framed`)
+    writes the sum it computes straight between them. ``registers_json``: from
+    `registers_json`. orjson writes a dict's keys in order and no spaces."""
+    prefix = b'{"end":%d,"registers":%b,"sum":"' % (end, registers_json)
+    if first_append_unix is None:
+        return prefix, b'"}\n'
+    return prefix, b'","first_append_unix":' + orjson.dumps(first_append_unix) + b'}\n'
 
 
 def read_commit_records(commits_path: Path, block_bytes: int = 64 << 10) -> list[CommitRecord]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from herald.fragment.commit_log import INLINE_BYTES, CommitLog
 from herald.fragment.commit_log_records import frame
 from herald.fragment.fdatasyncs import SYNCS, PendingSync
+from herald.fragment.spool_sums import FRAMED, seal_framed
 from herald.fragment.whole_writes import pwrite_each
 from herald.protocol.errors import HeraldError
 from herald.protocol.labels import LabelSet
@@ -106,9 +107,11 @@ class GroupWrite:
             else:
                 self.write_data(sync=not inline)
             spool = self.spool
-            self.seal()
-            line = self._line
             self._line_at = line_at = spool._commits_pos
+            name = commit_log.name_of(spool.directory)
+            if (head := self._seal_framed(name) if inline else None) is None:
+                self.seal()
+            line = self._line
             if defer:  # the log holds the line durably: its file grows with no sync of its own
                 if line_at + len(line) > spool._commits_allocated:
                     spool._grow_commits(len(line), durable=False)
@@ -116,8 +119,9 @@ class GroupWrite:
             else:
                 spool._put_record(line, sync=False)
             # This group's record: the bytes go along unless synced in place.
-            return frame(commit_log.name_of(spool.directory), spool.begin, self._data_at, line_at, line,
-                         self.contents if inline else ())
+            if head is not None:
+                return [head, *self.contents]
+            return frame(name, spool.begin, self._data_at, line_at, line, self.contents if inline else ())
         except (OSError, HeraldError) as err:
             self.error = err
             return None
@@ -190,6 +194,23 @@ class GroupWrite:
         bytes were hashed elsewhere (`herald.fragment.spool_stream`) overrides it once."""
         self._sums, running = self.spool._seal(self.contents, self.BODY_SUMS)
         self._line, self._first, self._fragment_sum = self.spool._record_line(self.registers, self.now_unix, running)
+
+    def _seal_framed(self, directory: bytes) -> bytes | None:
+        """`seal` and the head of this group's log record (the bodies follow it), in
+        one C call (`herald.fragment.spool_sums.seal_framed`); None where that cannot
+        be (no extension, a group hashed elsewhere, a subclass's own `seal`, no body
+        sums wanted): the caller seals and frames in Python, to the same bytes."""
+        spool = self.spool
+        if not FRAMED or spool._hashing is not None or not self.BODY_SUMS or type(self).seal is not GroupWrite.seal:
+            return None
+        prefix, suffix, first = spool._line_affixes(self.registers, self.now_unix)
+        sealed = seal_framed(spool._sha1, self.contents, directory, spool.begin, self._data_at, self._line_at,
+                             prefix, suffix)
+        if sealed is None:
+            return None
+        self._sums, self._fragment_sum, self._line, head = sealed
+        self._first = first
+        return head
 
     def finish(self) -> list[str]:
         """Each body's SHA1 once both syncs returned; raises what failed, if anything."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from herald.fragment.commit_log import CommitLog
-from herald.fragment.commits import encode_record
+from herald.fragment.commits import encode_record, record_affixes, registers_json
 from herald.fragment.fdpool import DescriptorPool, default_pool
 from herald.fragment.group_write import GroupWrite
 from herald.fragment.spool_descriptors import SpoolDescriptors
@@ -90,6 +90,7 @@ class Spool(SpoolDescriptors, SpoolPrecommits):
         self._hashing: GroupSums | None = None  # a large group's SHA1s, under way
         self._committed_sum = EMPTY_SHA1  # the running SHA1 as of ``end``
         self._fragment: Fragment | None = None  # `fragment()` as of ``end``, once built
+        self._registers_json: tuple[LabelSet | None, bytes] = (None, b"")  # the last line's, as written
         self.path = directory / f"{begin:016x}{SPOOL_SUFFIX}"
         self.commits_path = directory / f"{begin:016x}{COMMITS_SUFFIX}"
         # Files are created at the first write, descriptors opened through the pool
@@ -251,6 +252,16 @@ class Spool(SpoolDescriptors, SpoolPrecommits):
         first = now_unix if self.first_append_unix is None and self._delta else None
         fragment_sum = fragment_sum or self._sha1.hexdigest()
         return encode_record(self.end + self._delta, registers, fragment_sum, first), first, fragment_sum
+
+    def _line_affixes(self, registers: LabelSet, now_unix: float) -> tuple[bytes, bytes, float | None]:
+        """`_record_line`'s line for the pending bytes, split around its SHA1
+        (`herald.fragment.commits.record_affixes`), and the first-append time it sets:
+        for the C seal (`herald.fragment.group_write.GroupWrite.write_logged`)."""
+        first = now_unix if self.first_append_unix is None and self._delta else None
+        cached = self._registers_json
+        if cached[0] is not registers:  # a spool's registers change rarely: kept as JSON
+            cached = self._registers_json = (registers, registers_json(registers))
+        return (*record_affixes(self.end + self._delta, cached[1], first), first)
 
     def _put_record(self, line: bytes, sync: bool = True, at: int | None = None) -> None:
         """Write and fdatasync one commit line at the end of the preallocated commits
