@@ -136,6 +136,8 @@ def ndjson_framed(prefix: bytes, uuids: np.ndarray, values: pa.Array) -> tuple[m
     lines = pc.binary_replace_slice(values, 0, 1, b"\n" + template)
     offsets = np.frombuffer(lines.buffers()[1], np.int32, n + 1, lines.offset * 4)
     data = np.frombuffer(memoryview(lines.buffers()[2]), np.uint8)  # a fresh result: writable
+    if not data.flags.writeable:  # not so in any pyarrow seen (26): then a copy, never a shared buffer
+        data = data.copy()
     columns, text = _uuid_columns(uuids)
     data[(offsets[:-1, None] + (1 + plen + columns)).ravel()] = text.ravel()
     return memoryview(data)[int(offsets[0]) + 1:int(offsets[-1])], _NEWLINE  # type: ignore[arg-type]
