@@ -6,7 +6,9 @@ far less (issue 15). Writes the `bench.spark_sink` case's rows (format
 warm-up, and prints per run the µs of CPU per row of Spark's Python workers
 (PySpark's daemon, its forked workers, reaped ones included), of the JVM, and
 of the broker, with the wall rows/s. Not in ``make bench``: a probe for A/B
-pairs (``PYTHONPATH`` picks the tree).
+pairs (``PYTHONPATH`` picks the tree). A worker that exits between the two
+snapshots but is not yet reaped by its daemon drops out of the sum (a run's
+figure can then come out low, even negative): compare medians.
 """
 
 from __future__ import annotations
