@@ -14,7 +14,17 @@ from herald.message import NDJSONFraming, PublisherCore, build_uuid, modulo_mapp
 from herald.message.columnar import fnv1a32_many
 from herald.message.mapping import fnv1a32
 from herald.message.uuid import CONTINUE_TXN, Clock
-from herald.spark.publishing import _buffers, _by_journal, map_rows, ndjson_lines, ndjson_tails
+from herald.spark.publishing import (
+    _as_binary,
+    _buffers,
+    _by_journal,
+    copied_rows,
+    map_rows,
+    ndjson_framed,
+    ndjson_lines,
+    ndjson_tails,
+    random_runs,
+)
 from herald.spark.sink_tasks import _strip_uuid
 
 FRAMING = NDJSONFraming()
@@ -46,6 +56,13 @@ def test_bulk_framing_equals_encode_or_declines(values, as_text, one_producer):
                               np.uint8).reshape(-1, 16)
     want = b"".join(FRAMING.encode(_strip_uuid(PREFIX, v), u.tobytes()) for v, u in zip(values, uuids))
     assert ndjson_lines(PREFIX, uuids, tails) == want
+    copied = copied_rows(_as_binary(array), PREFIX)
+    assert copied is not None
+    if not copied.any():  # bodies without a UUID field: framed in one copy, from a slice too
+        assert b"".join(ndjson_framed(PREFIX, uuids, _as_binary(array))) == want
+        if len(values) > 1:
+            framed = ndjson_framed(PREFIX, uuids[1:], _as_binary(array).slice(1))
+            assert b"".join(framed) == want[len(FRAMING.encode(values[0], uuids[0].tobytes())):]
 
 
 def test_ordinary_objects_and_copies_take_the_bulk_path():
@@ -87,6 +104,17 @@ def test_rows_grouped_by_journal_keep_row_order_and_lose_nothing(index, journals
         assert group.to_pylist() == [b"row-%d" % i for i, k in enumerate(index) if k == j]
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 40), st.integers(1, 7), st.integers(0, 2**32))
+def test_random_runs_cover_every_row_once_in_order(rows, journals, seed):
+    """``mapping=random``: contiguous runs, one per journal at most, all rows in order."""
+    values = pa.array([b"row-%d" % i for i in range(rows)], pa.binary())
+    runs = random_runs(values, journals, np.random.default_rng(seed))
+    assert b"".join(b"".join(run.to_pylist()) for _, run in runs) == b"".join(values.to_pylist())
+    assert len({j for j, _ in runs}) == len(runs) == min(rows, journals)
+    assert all(0 <= j < journals and len(run) >= rows // journals for j, run in runs)
+
+
 def test_a_string_column_is_framed_from_its_own_buffers():
     values = pa.array(['{"a":1}', '{"b":"é"}'])  # string, as format_string gives the sink
     tails = ndjson_tails(values, PREFIX)
@@ -109,6 +137,10 @@ def test_the_bulk_path_never_imports_pandas():
         tails = ndjson_tails(values, b'{"UUID":"')
         groups = _by_journal(tails, np.array([1, 0, 1]), 2)
         assert [g.to_pylist() for _, g in groups] == [[b'"b":2}'], [b'"a":1}', b'"c":3}']], groups
+        from herald.spark.publishing import ndjson_framed, random_runs
+        (_, run), = random_runs(values.slice(2), 2, np.random.default_rng(1))
+        framed = b"".join(ndjson_framed(b'{"UUID":"', np.zeros((1, 16), np.uint8), run))
+        assert framed == b'{"UUID":"00000000-0000-0000-0000-000000000000","c":3}\\n', framed
         print("pandas" in sys.modules)
     """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ)

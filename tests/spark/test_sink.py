@@ -231,8 +231,8 @@ def test_a_worker_keeps_its_append_service_from_task_to_task(broker, client, tmp
 
     def connections() -> dict[str, int]:  # the service's plain connection of each journal (http://)
         held = sink_tasks._held
-        assert held is not None and isinstance(held[2].client, sink_tasks._JournalConnections)
-        return {journal: id(c) for journal, c in held[2].client._journals.items()}
+        assert held is not None and held[2].connection_per_journal
+        return {journal: id(q.conn) for journal, q in held[2]._queues.items() if q.conn is not None}
 
     first = batch(range(20), 1)
     kept, conns = senders(), connections()

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from herald.client.broker import BrokerClient
 from herald.client.models import AppendResult
+from herald.client.plain_write import PlainAppends, plain_appends_possible
 from herald.client.transient import retry_transient
 from herald.protocol.errors import HeraldError, Status
 
@@ -39,9 +40,28 @@ log = logging.getLogger(__name__)
 
 @dataclass(eq=False)
 class _Batch:
-    buffer: bytearray = field(default_factory=bytearray)
+    """A batch's bytes as pieces: ``bytearray``s this service filled (copied
+    writes, one piece while they come in a row) and owned buffers, as handed over."""
+
+    pieces: list[bytearray | memoryview] = field(default_factory=list)
+    size: int = 0
     future: Future = field(default_factory=Future)
     appends: int = 0
+
+    def mark(self) -> tuple[int, int, int]:
+        last = self.pieces[-1] if self.pieces else None
+        return len(self.pieces), len(last) if isinstance(last, bytearray) else -1, self.size
+
+    def rollback(self, mark: tuple[int, int, int]) -> None:
+        """Drop what was written since ``mark``."""
+        count, last_length, self.size = mark
+        del self.pieces[count:]
+        last = self.pieces[-1] if last_length >= 0 else None
+        if isinstance(last, bytearray):
+            del last[last_length:]
+
+    def content(self) -> bytes:
+        return b"".join(self.pieces)
 
 
 class AppendSlot:
@@ -51,8 +71,26 @@ class AppendSlot:
     def __init__(self, batch: _Batch) -> None:
         self._batch = batch
 
-    def write(self, data: bytes | memoryview) -> None:
-        self._batch.buffer += data
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """Copy ``data`` into the batch (the caller may reuse its buffer)."""
+        pieces = self._batch.pieces
+        if pieces and isinstance(pieces[-1], bytearray):
+            last = pieces[-1]
+            before = len(last)
+            last += data
+            self._batch.size += len(last) - before
+        else:
+            pieces.append(bytearray(data))
+            self._batch.size += len(pieces[-1])
+
+    def write_owned(self, data: bytes | memoryview) -> None:
+        """Put ``data`` into the batch as it is, not copied: the caller hands it
+        over and never changes it (an Arrow result). A sender with a connection
+        per journal sends it from there (`herald.client.plain_write`); otherwise
+        the batch is joined into one ``bytes`` to send, as copied writes are."""
+        view = memoryview(data).cast("B")
+        self._batch.pieces.append(view)
+        self._batch.size += len(view)
 
     @property
     def future(self) -> Future:
@@ -67,10 +105,11 @@ class _JournalQueue:
         self.ready: deque[_Batch] = deque()
         self.last: _Batch | None = None       # the newest sealed batch.
         self.thread: threading.Thread | None = None
+        self.conn: PlainAppends | None = None  # the sender's own (connection_per_journal)
 
     def has_pending(self) -> bool:
         batch = self.pending  # read without the slot: only a wake-up hint.
-        return batch is not None and bool(batch.buffer)
+        return batch is not None and batch.size > 0
 
 
 class AppendService:
@@ -80,12 +119,19 @@ class AppendService:
     on futures. A batch failing with a non-transient error (412, 404, 413…) fails
     only its own future. ``close`` flushes and stops the threads; the client stays
     open (it is the caller's).
+
+    With ``connection_per_journal`` and an ``http://`` client (no proxy), each
+    sender thread PUTs over a plain connection of its own
+    (`herald.client.plain_write.PlainAppends`, closed when the thread ends): no
+    httpx, and a batch's pieces go out in one gathered write, uncopied — the
+    Spark sink's choice (issue 15). Other calls still use ``client``.
     """
 
     def __init__(self, client: BrokerClient, max_batch_bytes: int = 1 << 20, linger_s: float = 0.005,
-                 retry_deadline_s: float = 300.0) -> None:
+                 retry_deadline_s: float = 300.0, connection_per_journal: bool = False) -> None:
         self.client = client
         self.max_batch_bytes, self.linger_s, self.retry_deadline_s = max_batch_bytes, linger_s, retry_deadline_s
+        self.connection_per_journal = connection_per_journal and plain_appends_possible(client.address)
         self._queues: dict[str, _JournalQueue] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -109,15 +155,15 @@ class AppendService:
             if q.pending is None:
                 q.pending = _Batch()
             batch = q.pending
-            mark = len(batch.buffer)
+            mark = batch.mark()
             try:
                 yield AppendSlot(batch)
             except BaseException:
-                del batch.buffer[mark:]
+                batch.rollback(mark)
                 raise
             batch.appends += 1
             self._stats["appends"] += 1
-            if len(batch.buffer) >= self.max_batch_bytes:
+            if batch.size >= self.max_batch_bytes:
                 self._seal_locked(q)
         with q.cond:
             q.cond.notify_all()
@@ -172,7 +218,7 @@ class AppendService:
     def _seal_locked(self, q: _JournalQueue) -> None:
         """Move the filling batch to the send queue (the caller holds the slot)."""
         batch, q.pending = q.pending, None
-        if batch is None or not batch.buffer:
+        if batch is None or not batch.size:
             return
         with q.cond:
             q.ready.append(batch)
@@ -180,6 +226,15 @@ class AppendService:
             q.cond.notify_all()
 
     def _sender(self, journal: str, q: _JournalQueue) -> None:
+        if self.connection_per_journal:
+            q.conn = PlainAppends(self.client.address, self.client.timeout_s, self.client.security.headers())
+        try:
+            self._send_batches(journal, q, q.conn)
+        finally:
+            if q.conn is not None:
+                q.conn.close()
+
+    def _send_batches(self, journal: str, q: _JournalQueue, conn: PlainAppends | None) -> None:
         while True:
             with q.cond:
                 q.cond.wait_for(lambda: q.ready or q.has_pending() or self._closed)
@@ -193,21 +248,28 @@ class AppendService:
             with q.cond:
                 batch = q.ready.popleft() if q.ready else None
             if batch is not None:
-                self._send(journal, batch)
+                self._send(journal, batch, conn)
 
-    def _send(self, journal: str, batch: _Batch) -> None:
-        content = bytes(batch.buffer)
+    def _send(self, journal: str, batch: _Batch, conn: PlainAppends | None) -> None:
+        """PUT ``batch`` (retried through transient failures): its pieces gathered
+        on ``conn``, else joined into one body for the client."""
+        if conn is not None:
+            pieces = batch.pieces
+            send = lambda: conn.append(journal, pieces)  # noqa: E731
+        else:
+            content = batch.content()
+            send = lambda: self.client.append(journal, content)  # noqa: E731
         try:
             result: AppendResult = retry_transient(
-                lambda: self.client.append(journal, content), self.retry_deadline_s,
-                f"journal={journal} append of {len(content)} bytes", on_retry=self._count_retry)
+                send, self.retry_deadline_s, f"journal={journal} append of {batch.size} bytes",
+                on_retry=self._count_retry)
         except Exception as err:  # noqa: BLE001 — the batch's future carries it.
             self._stats["failed_batches"] += 1
             log.debug("journal=%s append failed: %s", journal, err)
             batch.future.set_exception(err)
             return
         self._stats["batches"] += 1
-        self._stats["bytes"] += len(content)
+        self._stats["bytes"] += batch.size
         batch.future.set_result(result)
 
     def _count_retry(self, _err: BaseException) -> None:

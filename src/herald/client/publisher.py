@@ -146,15 +146,18 @@ class Publisher:
         return futures
 
     def publish_uncommitted_framed(self, journal: str, n: int,
-                                   frame: Callable[[np.ndarray], bytes | memoryview]) -> Future:
+                                   frame: Callable[[np.ndarray], Sequence[bytes | memoryview]]) -> Future:
         """Publish ``n`` messages to ``journal`` in one slot hold, framed by the
         caller: ``frame(uuids)`` gets their CONTINUE_TXN UUIDs (n × 16 uint8, stamped
         while the slot is held, so UUID order is write order) and returns the ``n``
-        framed messages as one bytes object (the Spark sink's bulk path)."""
+        framed messages as buffers to be joined, handed over to the batch uncopied
+        (`AppendSlot.write_owned`: the caller never changes them; the Spark sink's
+        bulk path, whose buffers are Arrow results)."""
         framing = self._framings[journal]
         with self.service.start_append(journal) as slot:
             self.core.clock.update(self.now_ns())
-            slot.write(frame(self.core.stamp_uncommitted_uuids(journal, framing, n)))
+            for piece in frame(self.core.stamp_uncommitted_uuids(journal, framing, n)):
+                slot.write_owned(piece)
         self.published += n
         return slot.future
 

@@ -2,10 +2,12 @@
 
 The sink's per-row path (`Publisher.publish_uncommitted_batch`) frames each body
 with `NDJSONFraming.encode`: ~3 µs a message. Here a whole `pa.RecordBatch` is
-mapped to journals with numpy (`random`, or FNV-1a of the ``key`` column for
-``modulo`` / ``rendezvous``, as `herald.message.mapping` does one key at a time)
-and framed with Arrow kernels: ``{"UUID":"<text>",`` + the body after its ``{``
-+ ``\\n``, each journal's rows stamped in one append-slot hold. A batch holding
+mapped to journals (``random``: a contiguous run of rows per journal,
+`random_runs`; ``modulo`` / ``rendezvous``: FNV-1a of the ``key`` column with
+numpy, as `herald.message.mapping` does one key at a time) and framed with Arrow
+kernels: ``{"UUID":"<text>",`` + the body after its ``{`` + ``\\n``, each
+journal's rows stamped in one append-slot hold, and the framed buffers handed to
+the append service uncopied (`AppendSlot.write_owned`). A batch holding
 anything the fast path does not frame exactly as ``encode`` would (a null, a body
 that is not an object or is empty, a newline, a leading UUID field it cannot
 strip) returns None, and the caller takes the per-row path, which frames or
@@ -40,6 +42,9 @@ _NEWLINE, _NOTHING = b"\n", b""
 #: 256-entry table, so the check is one gather (`np.isin` sorted per batch).
 _NOT_AFTER_BRACE = np.zeros(256, dtype=bool)
 _NOT_AFTER_BRACE[[0x20, 0x09, 0x0D, 0x0A, 0x0B, 0x0C, 0x7D]] = True
+#: The UUID text's characters that hold its first 8 bytes (hex, dashes skipped), and all 36.
+_SHARED_COLUMNS = np.r_[0:8, 9:13, 14:18]
+_ALL_COLUMNS = np.arange(36)
 
 
 def _buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -69,6 +74,21 @@ def ndjson_tails(values: pa.Array, prefix: bytes) -> pa.Array | None:
     field it already carries (a journal → journal copy; the sink's `_strip_uuid`)
     — or None if any row is off the fast path."""
     vals = _as_binary(values)
+    copied = copied_rows(vals, prefix)
+    if copied is None:
+        return None
+    width = len(prefix) + 38
+    tails = pc.binary_slice(vals, 1, _STOP)
+    if copied.any():
+        bits = pa.py_buffer(np.packbits(copied, bitorder="little"))
+        mask = pa.Array.from_buffers(pa.bool_(), len(copied), [None, bits])
+        tails = pc.if_else(mask, pc.binary_slice(vals, width, _STOP), tails)
+    return tails
+
+
+def copied_rows(vals: pa.Array, prefix: bytes) -> np.ndarray | None:
+    """Which bodies of ``vals`` (binary) begin with a ``prefix`` UUID field to
+    strip (a bool each), or None if any row is off the fast path."""
     if vals.null_count or not len(vals):
         return None
     offsets, data = _buffers(vals)
@@ -86,12 +106,7 @@ def ndjson_tails(values: pa.Array, prefix: bytes) -> pa.Array | None:
     skip = np.where(copied, width, 1)
     if _NOT_AFTER_BRACE[data[starts + skip]].any():
         return None
-    tails = pc.binary_slice(vals, 1, _STOP)
-    if copied.any():
-        bits = pa.py_buffer(np.packbits(copied, bitorder="little"))
-        mask = pa.Array.from_buffers(pa.bool_(), len(copied), [None, bits])
-        tails = pc.if_else(mask, pc.binary_slice(vals, width, _STOP), tails)
-    return tails
+    return copied
 
 
 def _starting_with(data: np.ndarray, starts: np.ndarray, rows: np.ndarray, prefix: bytes) -> np.ndarray:
@@ -103,6 +118,39 @@ def _starting_with(data: np.ndarray, starts: np.ndarray, rows: np.ndarray, prefi
             break
         rows = rows[data[starts[rows] + k] == byte]
     return rows
+
+
+def ndjson_framed(prefix: bytes, uuids: np.ndarray, values: pa.Array) -> tuple[memoryview, bytes]:
+    """``prefix`` + UUID text + ``",`` + body after its ``{`` + ``\\n`` for every
+    row of ``values`` (binary, on the fast path, none carrying a UUID field:
+    `copied_rows` all False), joined, as two buffers handed to the append slot.
+
+    One Arrow kernel copies the bodies: each ``{`` replaced by ``\\n`` + the
+    first UUID's head, so the result is the lines with their newline in front;
+    the rows' UUID text is then put in place (`_uuid_columns`), and the buffer
+    sent from its second byte, with a ``\\n`` after. The joining path
+    (`ndjson_lines`) copied each body twice (a slice, the join) and built every
+    head apart: ≈ 170 → 75 ns a row (issue 15)."""
+    n, plen = len(values), len(prefix)
+    template = prefix + uuid_text(uuids[:1]).tobytes() + b'",'
+    lines = pc.binary_replace_slice(values, 0, 1, b"\n" + template)
+    offsets = np.frombuffer(lines.buffers()[1], np.int32, n + 1, lines.offset * 4)
+    data = np.frombuffer(memoryview(lines.buffers()[2]), np.uint8)  # a fresh result: writable
+    if not data.flags.writeable:  # not so in any pyarrow seen (26): then a copy, never a shared buffer
+        data = data.copy()
+    columns, text = _uuid_columns(uuids)
+    data[(offsets[:-1, None] + (1 + plen + columns)).ravel()] = text.ravel()
+    return memoryview(data)[int(offsets[0]) + 1:int(offsets[-1])], _NEWLINE  # type: ignore[arg-type]
+
+
+def _uuid_columns(uuids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each row's UUID text differs from the first's, and that text (n × k
+    uint8): the first 8 bytes' 16 hex digits when the rows share their last 8
+    bytes (one producer's, one clock counter: `_heads`), else all 36 characters."""
+    if bool((uuids[:, 8:] == uuids[0, 8:]).all()):
+        hexed = np.frombuffer(binascii.hexlify(np.ascontiguousarray(uuids[:, :8]).tobytes()), np.uint8)
+        return _SHARED_COLUMNS, hexed.reshape(len(uuids), 16)
+    return _ALL_COLUMNS, uuid_text(uuids)
 
 
 def ndjson_lines(prefix: bytes, uuids: np.ndarray, tails: pa.Array) -> memoryview:
@@ -174,15 +222,43 @@ def publish_bulk(publisher: Publisher, batch: pa.RecordBatch, uuid_field: str, m
         return None
     prefix = NDJSONFraming(uuid_field)._prefix
     columns = batch.schema.names
-    tails = ndjson_tails(batch.column(columns.index("value")), prefix)
-    if tails is None:
+    values = _as_binary(batch.column(columns.index("value")))
+    copied = copied_rows(values, prefix)
+    if copied is None:
         return None
     keys = batch.column(columns.index("key")) if "key" in columns else None
+    if copied.any():  # journal → journal copies: their UUID fields stripped (`ndjson_tails`)
+        values, frame = ndjson_tails(values, prefix), _joined
+    else:
+        frame = ndjson_framed
+    if keys is None or mapping == "random":
+        groups = random_runs(values, len(names), rng)
+    else:
+        groups = _by_journal(values, map_rows(mapping, names, keys, len(values), rng), len(names))
     futures: set[Future[Any]] = set()
-    for j, rows in _by_journal(tails, map_rows(mapping, names, keys, len(tails), rng), len(names)):
-        futures.add(publisher.publish_uncommitted_framed(
-            names[j], len(rows), functools.partial(ndjson_lines, prefix, tails=rows)))
+    for j, rows in groups:
+        futures.add(publisher.publish_uncommitted_framed(names[j], len(rows), functools.partial(frame, prefix,
+                                                                                                values=rows)))
     return futures
+
+
+def _joined(prefix: bytes, uuids: np.ndarray, values: pa.Array) -> tuple[memoryview, bytes]:
+    """`ndjson_lines` of tails (`ndjson_tails`) in `ndjson_framed`'s shape."""
+    return ndjson_lines(prefix, uuids, values), _NOTHING
+
+
+def random_runs(values: pa.Array, journals: int, rng: np.random.Generator) -> list[tuple[int, pa.Array]]:
+    """``mapping=random`` (or no key): the batch cut into one contiguous run of
+    rows per journal, as even as they split, the journals in a random order —
+    as Kafka's sticky partitioner sends a batch to one random partition. Each
+    row still lands on a journal no key decides, and each journal's rows keep
+    their order; and the runs are zero-copy slices, where a random journal per
+    row cost a sort and a ``take`` copying every body (issue 15)."""
+    n = len(values)
+    order = rng.permutation(journals)[:min(journals, n)].tolist()
+    cuts = np.linspace(0, n, len(order) + 1).astype(np.int64).tolist()
+    return [(j, values.slice(cuts[k], cuts[k + 1] - cuts[k])) for k, j in enumerate(order)
+            if cuts[k + 1] > cuts[k]]
 
 
 def _by_journal(tails: pa.Array, index: np.ndarray, journals: int) -> list[tuple[int, pa.Array]]:

@@ -12,15 +12,13 @@ from __future__ import annotations
 import itertools
 import os
 import random
-import threading
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from herald.client import AppendResult, AppendService, BrokerClient, JournalInfo, Publisher
+from herald.client import AppendService, JournalInfo, Publisher
 from herald.protocol.errors import ValidationError
-from herald.protocol.labels import LabelSelector, LabelSet
 from herald.spark.kept import drop_worker_client, worker_client
 from herald.spark.options import HeraldOptions
 from herald.spark.publishing import publish_bulk
@@ -118,65 +116,36 @@ def publish_rows(opts: HeraldOptions, batches: Iterable[pa.RecordBatch], seed: i
 def _service(opts: HeraldOptions, journals: Sequence[JournalInfo]) -> AppendService:
     """This worker's append service for ``opts`` and ``journals`` (built on first
     use, or when they change: the previous one is idle, a task's appends being all
-    durable or failed when it returns)."""
+    durable or failed when it returns). Its sender threads append over a plain
+    connection per journal where the brokers are ``http://``
+    (``connection_per_journal``: `herald.client.plain_write`), so the Arrow
+    pieces `publish_bulk` hands over go to the socket uncopied; its client, for
+    anything else, is then a plain one of its own (no httpx import in a fresh
+    worker), else the worker's kept client."""
     global _held
     key = (opts.brokers, opts.security, opts.append_bytes, tuple(info.name for info in journals))
     if _held is not None and _held[0] == os.getpid() and _held[1] == key:
         return _held[2]
     _drop_service()
-    client = _JournalConnections(opts) if _plain(opts) else worker_client(opts)
-    _held = (os.getpid(), key, AppendService(client, max_batch_bytes=opts.append_bytes, linger_s=TASK_LINGER_S))
+    client = opts.client(plain=True) if _plain(opts) else worker_client(opts)
+    _held = (os.getpid(), key, AppendService(client, max_batch_bytes=opts.append_bytes, linger_s=TASK_LINGER_S,
+                                             connection_per_journal=True))
     return _held[2]
 
 
 def _plain(opts: HeraldOptions) -> bool:
-    """Every broker is ``http://``: appends can go through `_JournalConnections`."""
+    """Every broker is ``http://``: the service needs no httpx client."""
     return all(url.lower().startswith("http://") for url in opts.brokers)
 
 
-class _JournalConnections(BrokerClient):
-    """The append service's client for ``http://`` brokers: each output journal's
-    appends on a `herald.client.plain` connection of its own (``http.client``).
-
-    Through httpx a 1 MiB append cost its sender thread 1.3–1.6 ms of CPU here,
-    through ``http.client`` 0.6–0.8 ms (issue 15): ≈ 0.12 µs of a sink row's
-    ≈ 0.7. A plain connection serves one call at a time, and `AppendService`
-    sends each journal's batches from one thread, in order, so a connection per
-    journal is never shared; the appends of different journals still overlap,
-    as on httpx's pool. Only ``append`` is routed so; the rest is a plain client's."""
-
-    def __init__(self, opts: HeraldOptions) -> None:
-        first = opts.client(plain=True)  # the reachable broker, as every client picks it
-        first.close()
-        super().__init__(first.address, first.timeout_s, first.security, plain=True)
-        self._lock = threading.Lock()
-        self._journals: dict[str, BrokerClient] = {}
-
-    def append(self, journal: str, content: bytes,
-               check_registers: LabelSelector | str | None = None, union_registers: LabelSet | str | None = None,
-               subtract_registers: LabelSet | str | None = None) -> AppendResult:
-        with self._lock:
-            client = self._journals.get(journal)
-            if client is None:
-                client = self._journals[journal] = BrokerClient(self.address, self.timeout_s, self.security,
-                                                                plain=True)
-        return client.append(journal, content, check_registers, union_registers, subtract_registers)
-
-    def close(self) -> None:
-        with self._lock:
-            clients, self._journals = list(self._journals.values()), {}
-        for client in clients:
-            client.close()
-        super().close()
-
-
 def _drop_service() -> None:
-    """Stop and forget this worker's append service (its sender threads end)."""
+    """Stop and forget this worker's append service (its sender threads end, and
+    their connections are closed)."""
     global _held
     held, _held = _held, None
     if held is not None and held[0] == os.getpid():
         held[2].close(0)
-        if isinstance(held[2].client, _JournalConnections):  # the service's own (worker_client's: kept)
+        if held[2].client.plain:  # the service's own (worker_client's is kept)
             held[2].client.close()
 
 
