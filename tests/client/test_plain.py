@@ -6,7 +6,9 @@ keep-alive connection the broker closed is reopened, not failed."""
 from __future__ import annotations
 
 import base64
+import os
 import pickle
+import resource
 import socket
 import sys
 import time
@@ -16,6 +18,7 @@ import pytest
 
 from herald.auth import ALL_CAPABILITIES, AuthKeys, Claims
 from herald.client import BrokerClient, ClientSecurity
+from herald.client.plain import closed_while_idle
 from herald.client.transient import is_transient
 from herald.protocol.errors import HeraldError, JournalNotFoundError
 from herald.protocol.labels import LabelSelector
@@ -106,3 +109,23 @@ def test_a_plain_client_does_not_import_httpx(broker, client):
             "print(sorted(m for m in ('httpx', 'httpcore', 'h11') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["[]"]
+
+
+def test_the_idle_connection_check_works_past_descriptor_1024():
+    """`select` refuses descriptors from 1,024 on (ValueError); a Spark worker with many
+    journals' connections open may hold such a socket."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 1100:
+        pytest.skip("this process may not open descriptor 1100")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1101), hard))
+    ours, theirs = socket.socketpair()
+    try:
+        high = socket.socket(fileno=os.dup2(ours.fileno(), 1100))
+        with high:
+            assert not closed_while_idle(high)
+            theirs.close()
+            assert closed_while_idle(high)
+    finally:
+        ours.close()
+        theirs.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -27,7 +27,7 @@ import orjson
 
 from herald.client._protocol import Request, Response
 
-__all__ = ["PlainHTTP"]
+__all__ = ["PlainHTTP", "closed_while_idle"]
 
 #: Characters a request path keeps as they are (RFC 3986 pchar and ``/``).
 _PATH_SAFE = "/:@!$&'()*+,;=-._~%"
@@ -92,10 +92,8 @@ class PlainHTTP:
     def _connection(self) -> http.client.HTTPConnection:
         """The open connection, unless the broker closed it since (readable while
         idle: EOF or an unasked answer), as httpcore checks before reusing one."""
-        if self._conn is not None and self._conn.sock is not None:
-            readable, _, _ = select.select([self._conn.sock], [], [], 0)
-            if readable:
-                self.close()
+        if self._conn is not None and self._conn.sock is not None and closed_while_idle(self._conn.sock):
+            self.close()
         if self._conn is None:
             self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
         return self._conn
@@ -118,3 +116,12 @@ def _as_httpx(err: Exception) -> Exception:
         return httpx.RemoteProtocolError(str(err) or type(err).__name__)
     return httpx.NetworkError(str(err)) if isinstance(err, OSError) else httpx.TransportError(str(err))
 
+
+def closed_while_idle(sock: socket.socket) -> bool:
+    """Whether an idle keep-alive connection is readable: EOF (the broker closed it)
+    or an answer nobody asked for; either way it must not carry a request (as
+    httpcore checks before reusing one). ``poll``, not ``select``: a process with
+    over 1,024 descriptors open (a Spark worker with many journals) is fine."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))

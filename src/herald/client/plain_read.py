@@ -24,7 +24,6 @@ import contextlib
 import http.client
 import io
 import os
-import select
 import socket
 import threading
 from collections.abc import Iterator
@@ -32,7 +31,7 @@ from typing import cast
 from urllib.parse import quote, urlencode, urlsplit
 
 from herald.client._protocol import Request
-from herald.client.plain import _PATH_SAFE, _as_httpx, _Headers
+from herald.client.plain import _PATH_SAFE, _as_httpx, _Headers, closed_while_idle
 
 __all__ = ["PlainReads", "StreamedResponse", "proxied"]
 
@@ -96,8 +95,7 @@ class PlainReads:
                 sock = self._idle.pop() if self._idle else None
             if sock is None:
                 return socket.create_connection((self.host, self.port), timeout=self.timeout_s)
-            readable, _, _ = select.select([sock], [], [], 0)
-            if not readable:
+            if not closed_while_idle(sock):
                 sock.settimeout(self.timeout_s)
                 return sock
             sock.close()

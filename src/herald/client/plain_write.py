@@ -25,7 +25,6 @@ what they saw. Only ``http://`` addresses without a proxy in the environment.
 from __future__ import annotations
 
 import http.client
-import select
 import socket
 from collections.abc import Sequence
 from urllib.parse import quote, urlencode, urlsplit
@@ -33,7 +32,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from herald.client import _protocol as ops
 from herald.client._protocol import Request, Response
 from herald.client.models import AppendResult
-from herald.client.plain import _PATH_SAFE, _as_httpx, _Headers
+from herald.client.plain import _PATH_SAFE, _as_httpx, _Headers, closed_while_idle
 from herald.client.plain_read import proxied
 from herald.protocol.labels import LabelSelector, LabelSet
 
@@ -101,10 +100,8 @@ class PlainAppends:
     def _connection(self) -> socket.socket:
         """The open connection, unless the broker closed it since (readable while
         idle: EOF or an unasked answer), else a new one."""
-        if self._sock is not None:
-            readable, _, _ = select.select([self._sock], [], [], 0)
-            if readable:
-                self.close()
+        if self._sock is not None and closed_while_idle(self._sock):
+            self.close()
         if self._sock is None:
             self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
