@@ -198,10 +198,10 @@ class GroupWrite:
     def _seal_framed(self, directory: bytes) -> bytes | None:
         """`seal` and the head of this group's log record (the bodies follow it), in
         one C call (`herald.fragment.spool_sums.seal_framed`); None where that cannot
-        be (no extension, a group hashed elsewhere, a subclass's own `seal`, no body
-        sums wanted): the caller seals and frames in Python, to the same bytes."""
+        be (no extension, a group hashed elsewhere, a streamed body hashed as it came,
+        no body sums wanted): the caller seals and frames in Python, to the same bytes."""
         spool = self.spool
-        if not FRAMED or spool._hashing is not None or not self.BODY_SUMS or type(self).seal is not GroupWrite.seal:
+        if not FRAMED or spool._hashing is not None or not self.BODY_SUMS or not self.HOLDS_BYTES:
             return None
         prefix, suffix, first = spool._line_affixes(self.registers, self.now_unix)
         sealed = seal_framed(spool._sha1, self.contents, directory, spool.begin, self._data_at, self._line_at,
