@@ -32,7 +32,7 @@ CONNECTIONS = 16
 APPENDS = 32_000
 
 
-class _CountingTransport:
+class CountingTransport:
     """What FrontConnection calls on a transport; writes are counted, not sent."""
 
     def __init__(self) -> None:
@@ -87,7 +87,7 @@ async def _cpu_us_per_append() -> float:
     front = Frontage(broker, lambda: None)
     connections = []
     for _ in range(CONNECTIONS):
-        connection, transport = front.protocol(), _CountingTransport()
+        connection, transport = front.protocol(), CountingTransport()
         connection.connection_made(transport)
         connections.append((connection, transport))
     rounds = APPENDS // CONNECTIONS

@@ -79,10 +79,10 @@ def measure_masters(url: str, selector: str, rows: int, runs: int,
                                                      logs[master]))
                  for master in MASTERS}
         for master in MASTERS:
-            _ask(procs[master], logs[master], "warm")  # workers and their imports, outside the timed reads
+            ask(procs[master], "warm", logs[master])  # workers and their imports, outside the timed reads
         for n in range(runs):
             for master in MASTERS if n % 2 == 0 else MASTERS[::-1]:
-                for metric, value in _ask(procs[master], logs[master], "read").items():
+                for metric, value in ask(procs[master], "read", logs[master]).items():
                     out[master].setdefault(metric, []).append(value)
     return out
 
@@ -110,18 +110,21 @@ def pair_ratios(samples: dict[str, dict[str, list[float]]], metric: str) -> list
     return [two / one for one, two in zip(samples[MASTERS[0]][metric], samples[MASTERS[1]][metric], strict=True)]
 
 
-def _ask(proc: subprocess.Popen, log: Any, command: str) -> dict[str, float]:
-    """One command to a child (`main`), its answer (the line after `ANSWER`;
-    anything else a library prints to stdout is skipped)."""
+def ask(proc: subprocess.Popen, command: str, log: Any = None) -> dict[str, Any]:
+    """One command to a child bench process, its answer (the line after `ANSWER`;
+    anything else a library prints to stdout is skipped). ``log``: the child's
+    stderr file, whose tail a child that died takes into the error."""
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(command + "\n")
     proc.stdin.flush()
     for line in proc.stdout:
         if line.startswith(ANSWER):
-            return json.loads(line[len(ANSWER):])
-    log.seek(0)
-    raise RuntimeError(f"bench.spark_parallel {proc.args[3]} exited ({proc.wait()}) during {command!r}: "
-                       f"{log.read()[-2000:]}")
+            return json.loads(line[len(ANSWER):])  # type: ignore[no-any-return]
+    tail = ""
+    if log is not None:
+        log.seek(0)
+        tail = log.read()[-2000:]
+    raise RuntimeError(f"{' '.join(map(str, proc.args))} exited ({proc.wait()}) during {command!r}: {tail}")
 
 
 class _Reads:

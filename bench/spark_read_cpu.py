@@ -20,10 +20,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+
+from bench.spark_parallel import ANSWER, ask
 
 TICKS = os.sysconf("SC_CLK_TCK")
-ANSWER = "ANSWER "
 JOURNAL = "bench/spark-read"
 
 
@@ -88,16 +88,6 @@ def child(url: str, rows: int) -> None:
         spark.stop()
 
 
-def _ask(proc: subprocess.Popen, command: str) -> dict[str, Any]:
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(command + "\n")
-    proc.stdin.flush()
-    for line in proc.stdout:
-        if line.startswith(ANSWER):
-            return json.loads(line[len(ANSWER):])
-    raise RuntimeError(f"child exited: {proc.wait()}")
-
-
 def main(rows: int, rounds: int, trees: list[str], ceiling: bool) -> None:
     from bench.servers import herald_broker
     from bench.spark import fill_journal
@@ -115,7 +105,7 @@ def main(rows: int, rounds: int, trees: list[str], ceiling: bool) -> None:
             for r in range(rounds):
                 for tree, proc in procs.items():
                     for name in ("herald", "ceiling") if ceiling else ("herald",):
-                        got = _ask(proc, name)
+                        got = ask(proc, name)
                         load = os.getloadavg()[0]
                         print(f"round {r} {tree:22s} {name:8s} {got['rows_per_s'] / 1e6:5.2f} M rows/s  "
                               f"JVM {got['jvm']:.3f}  Python {got['python']:.3f} us/row  load {load:.1f}",

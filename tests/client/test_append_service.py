@@ -87,9 +87,10 @@ def test_a_failure_is_not_cached_later_batches_succeed(client):
     assert read_all(client, "a/later") == b"kept\n"
 
 
-def test_appends_retry_across_a_broker_kill_and_restart(broker, client):
+@pytest.mark.parametrize("own_connections", [False, True], ids=["client", "connection-per-journal"])
+def test_appends_retry_across_a_broker_kill_and_restart(broker, client, own_connections):
     create(client, "a/retry")
-    service = AppendService(client)
+    service = AppendService(client, connection_per_journal=own_connections)
     service.append("a/retry", b"one\n").result(DEADLINE_S)
     port = broker.port
     broker.kill()

@@ -12,7 +12,7 @@ import pytest
 from herald.client import AppendService, BrokerClient
 from herald.client.plain_write import PlainAppends
 from herald.protocol.errors import JournalNotFoundError, RegisterMismatchError
-from tests.client.client_helpers import DEADLINE_S, create
+from tests.client.client_helpers import create
 
 
 def read_all(client: BrokerClient, journal: str) -> bytes:
@@ -91,17 +91,3 @@ class _Whole:
 
     def append(self, journal: str, pieces: list[bytes], **registers: str):
         return self.client.append(journal, b"".join(pieces), **registers)
-
-
-def test_appends_on_own_connections_retry_across_a_broker_kill_and_restart(broker, client):
-    create(client, "pw/retry")
-    service = AppendService(client, connection_per_journal=True)
-    service.append("pw/retry", b"one\n").result(DEADLINE_S)
-    port = broker.port
-    broker.kill()
-    pending = service.append("pw/retry", b"two\n")
-    broker.start(port)
-    assert pending.result(DEADLINE_S).end == 8
-    assert service.statistics()["retries"] >= 1
-    service.close()
-    assert read_all(client, "pw/retry") == b"one\ntwo\n"

@@ -27,7 +27,7 @@ import orjson
 
 from herald.client._protocol import Request, Response
 
-__all__ = ["PlainHTTP", "closed_while_idle"]
+__all__ = ["PlainEndpoint", "PlainHTTP", "closed_while_idle"]
 
 #: Characters a request path keeps as they are (RFC 3986 pchar and ``/``).
 _PATH_SAFE = "/:@!$&'()*+,;=-._~%"
@@ -53,15 +53,35 @@ class _Headers(dict[str, str]):
         return super().get(name.lower(), default)
 
 
-class PlainHTTP:
-    """One keep-alive connection to ``address`` (``http://host[:port][/prefix]``)."""
+class PlainEndpoint:
+    """A broker as plain calls reach it: ``address`` (``http://host[:port][/prefix]``)
+    split, the client's timeout and its security headers; and the request head that
+    plain reads and appends write themselves (`herald.client.plain_read`,
+    `herald.client.plain_write`)."""
 
     def __init__(self, address: str, timeout_s: float, headers: dict[str, str]) -> None:
         parts = urlsplit(address)
         self.host, self.port = parts.hostname or "localhost", parts.port or 80
+        self.host_header = parts.netloc
         self.prefix = parts.path.rstrip("/")
         self.timeout_s = timeout_s
         self.headers = headers
+
+    def request_head(self, req: Request, header: str) -> bytes:
+        """``req``'s request line and headers, ``header`` (``Name: value``) among them."""
+        target = quote(self.prefix + req.path, safe=_PATH_SAFE)
+        if req.params:
+            target += "?" + urlencode(req.params)
+        lines = [f"{req.method} {target} HTTP/1.1", f"Host: {self.host_header}", header,
+                 *(f"{k}: {v}" for k, v in {**self.headers, **req.headers}.items())]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+class PlainHTTP(PlainEndpoint):
+    """One keep-alive connection to ``address`` (``http://host[:port][/prefix]``)."""
+
+    def __init__(self, address: str, timeout_s: float, headers: dict[str, str]) -> None:
+        super().__init__(address, timeout_s, headers)
         self._conn: http.client.HTTPConnection | None = None
 
     def send(self, req: Request) -> Response:

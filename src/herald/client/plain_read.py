@@ -28,10 +28,9 @@ import socket
 import threading
 from collections.abc import Iterator
 from typing import cast
-from urllib.parse import quote, urlencode, urlsplit
 
 from herald.client._protocol import Request
-from herald.client.plain import _PATH_SAFE, _as_httpx, _Headers, closed_while_idle
+from herald.client.plain import PlainEndpoint, _as_httpx, _Headers, closed_while_idle
 
 __all__ = ["PlainReads", "StreamedResponse", "proxied"]
 
@@ -54,32 +53,23 @@ def proxied() -> bool:
     return any(os.environ.get(name) for name in _PROXY_NAMES)
 
 
-class PlainReads:
+class PlainReads(PlainEndpoint):
     """Streamed GETs to ``address`` (``http://host[:port][/prefix]``), each on a
     connection of its own: a fresh one, or one a finished read left idle."""
 
     def __init__(self, address: str, timeout_s: float, headers: dict[str, str]) -> None:
-        parts = urlsplit(address)
-        self.host, self.port = parts.hostname or "localhost", parts.port or 80
-        self.host_header = parts.netloc
-        self.prefix = parts.path.rstrip("/")
-        self.timeout_s = timeout_s
-        self.headers = headers
+        super().__init__(address, timeout_s, headers)
         self._idle: list[socket.socket] = []
         self._lock = threading.Lock()
 
     def stream(self, req: Request, block: bool) -> StreamedResponse:
         """Send ``req`` and read its status line and headers; the body is the
         returned response's to read."""
-        target = quote(self.prefix + req.path, safe=_PATH_SAFE)
-        if req.params:
-            target += "?" + urlencode(req.params)
-        lines = [f"{req.method} {target} HTTP/1.1", f"Host: {self.host_header}", "Accept: */*",
-                 *(f"{k}: {v}" for k, v in {**self.headers, **req.headers}.items())]
+        head = self.request_head(req, "Accept: */*")
         sock = None
         try:
             sock = self._connection()
-            sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            sock.sendall(head)
             sock.settimeout(None if block else self.timeout_s)
             return StreamedResponse(self, sock)
         except (OSError, http.client.HTTPException, ValueError) as err:

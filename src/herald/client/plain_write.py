@@ -27,12 +27,11 @@ from __future__ import annotations
 import http.client
 import socket
 from collections.abc import Sequence
-from urllib.parse import quote, urlencode, urlsplit
 
 from herald.client import _protocol as ops
 from herald.client._protocol import Request, Response
 from herald.client.models import AppendResult
-from herald.client.plain import _PATH_SAFE, _as_httpx, _Headers, closed_while_idle
+from herald.client.plain import PlainEndpoint, _as_httpx, _Headers, closed_while_idle
 from herald.client.plain_read import proxied
 from herald.protocol.labels import LabelSelector, LabelSet
 
@@ -48,17 +47,12 @@ def plain_appends_possible(address: str) -> bool:
     return address.lower().startswith("http://") and not proxied()
 
 
-class PlainAppends:
+class PlainAppends(PlainEndpoint):
     """One keep-alive connection to ``address`` (``http://host[:port][/prefix]``)
     for appends whose body is a sequence of pieces. Not thread-safe: one user."""
 
     def __init__(self, address: str, timeout_s: float, headers: dict[str, str]) -> None:
-        parts = urlsplit(address)
-        self.host, self.port = parts.hostname or "localhost", parts.port or 80
-        self.host_header = parts.netloc
-        self.prefix = parts.path.rstrip("/")
-        self.timeout_s = timeout_s
-        self.headers = headers
+        super().__init__(address, timeout_s, headers)
         self._sock: socket.socket | None = None
 
     def append(self, journal: str, pieces: Sequence[Piece], check_registers: LabelSelector | str | None = None,
@@ -75,12 +69,7 @@ class PlainAppends:
 
     def _send(self, req: Request, pieces: Sequence[Piece]) -> Response:
         size = sum(memoryview(p).nbytes for p in pieces)
-        target = quote(self.prefix + req.path, safe=_PATH_SAFE)
-        if req.params:
-            target += "?" + urlencode(req.params)
-        lines = [f"{req.method} {target} HTTP/1.1", f"Host: {self.host_header}", f"Content-Length: {size}",
-                 *(f"{k}: {v}" for k, v in {**self.headers, **req.headers}.items())]
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        head = self.request_head(req, f"Content-Length: {size}")
         try:
             sock = self._connection()
             _send_all(sock, [head, *pieces])
