@@ -10,8 +10,7 @@ PYTEST_ARGS ?=
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py src/herald/fragment/_spool_native.c src/herald/fragment/_spool_syncs.c \
-		src/herald/spark/_scan_native.c
+$(STAMP): pyproject.toml setup.py $(wildcard src/herald/fragment/_spool_*.[ch]) src/herald/spark/_scan_native.c
 	@command -v $(PYTHON) >/dev/null || PYTHON=python3
 	$(MAKE) system-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -10,7 +10,7 @@ and scans with numpy (`herald.spark.blocks`)."""
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("herald.fragment._spool_native",
-                             ["src/herald/fragment/_spool_native.c", "src/herald/fragment/_spool_syncs.c"],
+                             [f"src/herald/fragment/_spool_{part}.c" for part in ("native", "writes", "frames", "syncs")],
                              extra_compile_args=["-O2"], optional=True),
                    Extension("herald.spark._scan_native", ["src/herald/spark/_scan_native.c"],
                              extra_compile_args=["-O2"], optional=True)])

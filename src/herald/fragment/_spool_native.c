@@ -1,9 +1,10 @@
 /* herald.fragment._spool_native: the spool write path in C. SHA1 objects
  * (hashlib's interface) and `update_both`, which feeds the same bytes to two of them
- * in ONE pass, their rounds interleaved; a small group's `seal`; a round's
- * `pwrite_each`; a small logged group's `seal_frame` (seal, commit line, record);
- * and (_spool_syncs.c) a streamed body's data sync, `start_fdatasync`, on a thread
- * that never takes the GIL.
+ * in ONE pass, their rounds interleaved; and a small group's `seal`. Its other
+ * sources add the rest of the spool's write path to the same module (see
+ * _spool_native.h): _spool_writes.c a round's `pwrite_each`, _spool_frames.c a
+ * small logged group's `seal_frame` (seal, commit line, record), _spool_syncs.c a
+ * streamed body's data sync on a thread that never takes the GIL.
  *
  * Why: every appended byte is hashed twice, into its body's SHA1 (the append's
  * X-Commit-SHA1-Sum, as Gazette's clientSummer) and into the fragment's running SHA1
@@ -16,24 +17,18 @@
  * The module refuses to import (ImportError) where the CPU has no SHA extensions or
  * is not x86-64: `herald.fragment.spool_sums` then uses hashlib, two passes.
  * Updates of 2 KiB or more drop the GIL, as hashlib's do; each object has a lock. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <errno.h>
-#include <limits.h>
+#include "_spool_native.h"
+
 #include <stdint.h>
 #include <string.h>
-#include <sys/uio.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#ifdef HAVE_SHA_NI
 #include <cpuid.h>
 #include <immintrin.h>
-#define HAVE_SHA_NI 1
 #endif
 
 #define GIL_MINSIZE 2048
 
-/* start_fdatasync and its PendingSync, in _spool_syncs.c: added to the module by PyInit. */
-int spool_syncs_add(PyObject *module);
 
 #ifdef HAVE_SHA_NI
 typedef struct {
@@ -201,7 +196,7 @@ static void lock(SHA1Object *o)
     }
 }
 
-static int get_bytes(PyObject *arg, Py_buffer *view)
+int spool_get_bytes(PyObject *arg, Py_buffer *view)
 {
     if (PyUnicode_Check(arg)) {
         PyErr_SetString(PyExc_TypeError, "Strings must be encoded before hashing");
@@ -213,7 +208,7 @@ static int get_bytes(PyObject *arg, Py_buffer *view)
 static PyObject *sha1_update(SHA1Object *self, PyObject *arg)
 {
     Py_buffer view;
-    if (get_bytes(arg, &view) < 0)
+    if (spool_get_bytes(arg, &view) < 0)
         return NULL;
     lock(self);
     if (view.len >= GIL_MINSIZE) {
@@ -340,7 +335,7 @@ static PyObject *update_both(PyObject *module, PyObject *const *args, Py_ssize_t
         return NULL;
     }
     Py_buffer view;
-    if (get_bytes(args[2], &view) < 0)
+    if (spool_get_bytes(args[2], &view) < 0)
         return NULL;
     lock(a);
     lock(b);
@@ -389,7 +384,7 @@ static void seal_group(SHA1Object *running, const Py_buffer *views, Py_ssize_t n
  * append, and a Python loop of `update_both`, a new object and a hexdigest per body
  * cost 2.9-3.2 us per two 1 KiB bodies against 2.4-2.5 here, the hashing itself
  * ~1.7 of it. The GIL is dropped as `update_both` drops it (see seal_group). */
-static PyObject *seal(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+PyObject *spool_seal(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2 || !Py_IS_TYPE(args[0], &SHA1Type)) {
         PyErr_SetString(PyExc_TypeError, "seal(running, contents): running is this module's SHA1");
@@ -410,7 +405,7 @@ static PyObject *seal(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     for (; got < n; got++) {
-        if (get_bytes(items[got], &views[got]) < 0)
+        if (spool_get_bytes(items[got], &views[got]) < 0)
             goto done;
     }
     lock(running);
@@ -442,249 +437,12 @@ done:
     return result;
 }
 
-/* One write of pwrite_each: a descriptor, its buffers' views as iovecs, the offset,
- * and the errno it ended with (0: every byte written). */
-typedef struct {
-    int fd;
-    long long at;
-    Py_ssize_t first, count;  /* its iovecs in the shared array */
-    int err;
-} Job;
-
-/* Write iov[0..count) at `at` in full: pwritev may stop short (a signal, a disk
- * filling up part-way) and still succeed; the rest is written, never dropped. */
-static int write_whole(int fd, struct iovec *iov, Py_ssize_t count, long long at)
-{
-    while (count > 0) {
-        int batch = count > IOV_MAX ? IOV_MAX : (int)count;
-        ssize_t done = pwritev(fd, iov, batch, (off_t)at);
-        if (done < 0) {
-            if (errno == EINTR)
-                continue;
-            return errno;
-        }
-        at += done;
-        while (count > 0 && (size_t)done >= iov->iov_len) {
-            done -= (ssize_t)iov->iov_len;
-            iov++;
-            count--;
-        }
-        if (count > 0) {
-            iov->iov_base = (char *)iov->iov_base + done;
-            iov->iov_len -= (size_t)done;
-        }
-    }
-    return 0;
-}
-
-/* pwrite_each(jobs) -> errnos: each (fd, buffers, offset) of `jobs` written in full
- * (as herald.fragment.whole_writes.pwrite_all), all of them with the GIL dropped
- * once; each job's errno, 0 where it was written. At 16 journals a logged round
- * writes one small group to each spool while its log syncs: a Python call chain
- * and a GIL hand-off per group there, one call here. A failed job does not stop
- * the others (the caller fails the round on any error). */
-static PyObject *pwrite_each(PyObject *module, PyObject *arg)
-{
-    PyObject *jobs_seq = PySequence_Fast(arg, "pwrite_each: jobs must be a sequence of (fd, buffers, offset)");
-    if (jobs_seq == NULL)
-        return NULL;
-    Py_ssize_t njobs = PySequence_Fast_GET_SIZE(jobs_seq), nviews = 0, got = 0, i, j;
-    PyObject **job_items = PySequence_Fast_ITEMS(jobs_seq);
-    PyObject **buffer_seqs = PyMem_Calloc(njobs ? (size_t)njobs : 1, sizeof(PyObject *));
-    Job *jobs = PyMem_Calloc(njobs ? (size_t)njobs : 1, sizeof(Job));
-    Py_buffer *views = NULL;
-    struct iovec *iov = NULL;
-    PyObject *result = NULL;
-    if (buffer_seqs == NULL || jobs == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (i = 0; i < njobs; i++) {
-        PyObject *buffers;
-        if (!PyArg_ParseTuple(job_items[i], "iOL;pwrite_each: each job is (fd, buffers, offset)",
-                              &jobs[i].fd, &buffers, &jobs[i].at))
-            goto done;
-        if ((buffer_seqs[i] = PySequence_Fast(buffers, "pwrite_each: buffers must be a sequence")) == NULL)
-            goto done;
-        jobs[i].first = nviews;
-        jobs[i].count = PySequence_Fast_GET_SIZE(buffer_seqs[i]);
-        nviews += jobs[i].count;
-    }
-    views = PyMem_Calloc(nviews ? (size_t)nviews : 1, sizeof(Py_buffer));
-    iov = PyMem_Calloc(nviews ? (size_t)nviews : 1, sizeof(struct iovec));
-    if (views == NULL || iov == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (i = 0; i < njobs; i++) {
-        PyObject **items = PySequence_Fast_ITEMS(buffer_seqs[i]);
-        for (j = 0; j < jobs[i].count; j++, got++) {
-            if (get_bytes(items[j], &views[got]) < 0)
-                goto done;
-            iov[got].iov_base = views[got].buf;
-            iov[got].iov_len = (size_t)views[got].len;
-        }
-    }
-    Py_BEGIN_ALLOW_THREADS
-    for (i = 0; i < njobs; i++)
-        jobs[i].err = write_whole(jobs[i].fd, iov + jobs[i].first, jobs[i].count, jobs[i].at);
-    Py_END_ALLOW_THREADS
-    if ((result = PyList_New(njobs)) == NULL)
-        goto done;
-    for (i = 0; i < njobs; i++) {
-        PyObject *err = PyLong_FromLong(jobs[i].err);
-        if (err == NULL) {
-            Py_CLEAR(result);
-            goto done;
-        }
-        PyList_SET_ITEM(result, i, err);
-    }
-done:
-    for (i = 0; i < got; i++)
-        PyBuffer_Release(&views[i]);
-    for (i = 0; buffer_seqs != NULL && i < njobs; i++)
-        Py_XDECREF(buffer_seqs[i]);
-    PyMem_Free(views);
-    PyMem_Free(iov);
-    PyMem_Free(jobs);
-    PyMem_Free(buffer_seqs);
-    Py_DECREF(jobs_seq);
-    return result;
-}
-
-/* CRC-32C (Castagnoli) as the `crc32c` package computes it: crc32c(b, crc32c(a)) ==
- * crc32c(a + b). SSE4.2's crc32 instruction, 8 bytes a step: every CPU with SHA
- * extensions has it (checked at import all the same: seal_frame is left out where
- * it does not). */
-__attribute__((target("sse4.2")))
-static uint32_t crc32c_update(uint32_t crc, const uint8_t *p, size_t len)
-{
-    uint64_t c = ~crc & 0xFFFFFFFFu;
-    for (; len >= 8; len -= 8, p += 8) {
-        uint64_t word;
-        memcpy(&word, p, 8);
-        c = _mm_crc32_u64(c, word);
-    }
-    uint32_t c32 = (uint32_t)c;
-    for (; len; len--, p++)
-        c32 = _mm_crc32_u8(c32, *p);
-    return ~c32;
-}
-
-/* A body this large is CRC'd without the GIL (the crc32c package's default). */
-#define CRC_GIL_MINSIZE (32 << 10)
-
-static int cpu_has_sse42(void)
-{
-    unsigned a, b, c, d;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2);
-}
-
-static void put_le(uint8_t *out, uint64_t value, int bytes)
-{
-    for (int i = 0; i < bytes; i++, value >>= 8)
-        out[i] = (uint8_t)value;
-}
-
-/* seal_frame(running, contents, directory, begin, data_at, line_at, prefix, suffix)
- *   -> (sums, running_hex, line, head)
- * A small logged group's seal, commit line and commit log record in one call: the
- * bodies hashed as `seal` does; the line `prefix + running_hex + suffix`
- * (herald.fragment.commits.record_affixes); and the record's head as
- * herald.fragment.commit_log_records.frame lays it out (frame: payload length and
- * CRC-32C; head: begin, data_at, line_at, directory and line lengths, little-endian
- * <QQQHH; then the directory and the line), its CRC run on over the bodies, which
- * follow it in the log unchanged. At 16 journals a round seals one such group per
- * append: three Python steps (seal, the line's JSON, the frame's struct and CRCs)
- * cost ~4 us per group against ~3 here. The GIL is dropped as `seal` drops it, and
- * for the CRC of a body of CRC_GIL_MINSIZE or more. */
-static PyObject *seal_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    unsigned long long begin, data_at, line_at;
-    if (nargs != 8 || !Py_IS_TYPE(args[0], &SHA1Type) || !PyBytes_Check(args[2]) || !PyBytes_Check(args[6])
-            || !PyBytes_Check(args[7])) {
-        PyErr_SetString(PyExc_TypeError, "seal_frame(running: SHA1, contents, directory: bytes, begin, data_at, "
-                        "line_at, prefix: bytes, suffix: bytes)");
-        return NULL;
-    }
-    begin = PyLong_AsUnsignedLongLong(args[3]);
-    data_at = PyLong_AsUnsignedLongLong(args[4]);
-    line_at = PyLong_AsUnsignedLongLong(args[5]);
-    if (PyErr_Occurred())
-        return NULL;
-    Py_ssize_t dir_len = PyBytes_GET_SIZE(args[2]), prefix_len = PyBytes_GET_SIZE(args[6]);
-    Py_ssize_t suffix_len = PyBytes_GET_SIZE(args[7]), line_len = prefix_len + 40 + suffix_len;
-    if (dir_len > 0xFFFF || line_len > 0xFFFF) {
-        PyErr_SetString(PyExc_ValueError, "seal_frame: directory or line longer than 65535 bytes");
-        return NULL;
-    }
-    PyObject *sealed = seal(module, args, 2);  /* (sums, running_hex) */
-    if (sealed == NULL)
-        return NULL;
-    PyObject *running_hex = PyTuple_GET_ITEM(sealed, 1), *line = NULL, *head = NULL, *result = NULL;
-    const char *hex = PyUnicode_AsUTF8(running_hex);
-    if (hex == NULL || (line = PyBytes_FromStringAndSize(NULL, line_len)) == NULL)
-        goto done;
-    char *l = PyBytes_AS_STRING(line);
-    memcpy(l, PyBytes_AS_STRING(args[6]), (size_t)prefix_len);
-    memcpy(l + prefix_len, hex, 40);
-    memcpy(l + prefix_len + 40, PyBytes_AS_STRING(args[7]), (size_t)suffix_len);
-    Py_ssize_t payload = 28 + dir_len + line_len;
-    if ((head = PyBytes_FromStringAndSize(NULL, 8 + payload)) == NULL)
-        goto done;
-    uint8_t *h = (uint8_t *)PyBytes_AS_STRING(head);
-    put_le(h + 8, begin, 8);
-    put_le(h + 16, data_at, 8);
-    put_le(h + 24, line_at, 8);
-    put_le(h + 32, (uint64_t)dir_len, 2);
-    put_le(h + 34, (uint64_t)line_len, 2);
-    memcpy(h + 36, PyBytes_AS_STRING(args[2]), (size_t)dir_len);
-    memcpy(h + 36 + dir_len, l, (size_t)line_len);
-    uint32_t crc = crc32c_update(0, h + 8, (size_t)payload);
-    PyObject *seq = PySequence_Fast(args[1], "seal_frame: contents must be a sequence of bytes");
-    if (seq == NULL)
-        goto done;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        Py_buffer view;
-        if (get_bytes(PySequence_Fast_GET_ITEM(seq, i), &view) < 0) {
-            Py_DECREF(seq);
-            goto done;
-        }
-        if (view.len >= CRC_GIL_MINSIZE) {  /* as the crc32c package drops it for frame() */
-            Py_BEGIN_ALLOW_THREADS
-            crc = crc32c_update(crc, view.buf, (size_t)view.len);
-            Py_END_ALLOW_THREADS
-        } else {
-            crc = crc32c_update(crc, view.buf, (size_t)view.len);
-        }
-        payload += view.len;
-        PyBuffer_Release(&view);
-    }
-    Py_DECREF(seq);
-    if (payload > 0xFFFFFFFFLL) {
-        PyErr_SetString(PyExc_ValueError, "seal_frame: a record of 4 GiB or more");
-        goto done;
-    }
-    put_le(h, (uint64_t)payload, 4);
-    put_le(h + 4, crc, 4);
-    result = PyTuple_Pack(4, PyTuple_GET_ITEM(sealed, 0), running_hex, line, head);
-done:
-    Py_XDECREF(line);
-    Py_XDECREF(head);
-    Py_DECREF(sealed);
-    return result;
-}
-
 static PyMethodDef module_methods[] = {
     {"sha1", (PyCFunction)(void (*)(void))new_sha1, METH_FASTCALL, "A new SHA1, optionally fed its first bytes."},
     {"update_both", (PyCFunction)(void (*)(void))update_both, METH_FASTCALL,
      "Feed the same bytes to two SHA1s in one interleaved pass."},
-    {"pwrite_each", (PyCFunction)pwrite_each, METH_O,
-     "Write each (fd, buffers, offset) in full, the GIL dropped once; each one's errno (0: written)."},
-    {"seal", (PyCFunction)(void (*)(void))seal, METH_FASTCALL,
+    {"seal", (PyCFunction)(void (*)(void))spool_seal, METH_FASTCALL,
      "Hash a group's bodies into a running SHA1: each body's hex digest and the running one's."},
-    {"seal_frame", (PyCFunction)(void (*)(void))seal_frame, METH_FASTCALL,
-     "A small logged group's seal, commit line and commit log record head in one call."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -712,11 +470,7 @@ PyMODINIT_FUNC PyInit__spool_native(void)
         Py_DECREF(m);
         return NULL;
     }
-    if (!cpu_has_sse42() && PyObject_DelAttrString(m, "seal_frame") < 0) {  /* CRC-32C needs it */
-        Py_DECREF(m);
-        return NULL;
-    }
-    if (spool_syncs_add(m) < 0) {  /* _spool_syncs.c */
+    if (spool_writes_add(m) < 0 || spool_frames_add(m) < 0 || spool_syncs_add(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1,10 +1,10 @@
-/* herald.fragment._spool_native, part two: start_fdatasync, a streamed body's data
- * fdatasync on a native thread that never takes the GIL (built into the same
- * extension as _spool_native.c, whose PyInit calls spool_syncs_add). Not tied to
- * SHA-NI, but the extension only loads where that is there: without it, Python's
- * helper threads (herald.fragment.fdatasyncs) sync instead. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+/* herald.fragment._spool_native, its streamed bodies' syncs: start_fdatasync, a
+ * streamed body's data fdatasync on a native thread that never takes the GIL (see
+ * _spool_native.h). Not tied to SHA-NI, but the extension only loads where that is
+ * there: without it, Python's helper threads (herald.fragment.fdatasyncs) sync
+ * instead. */
+#include "_spool_native.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
