@@ -81,8 +81,14 @@ CPU_METRICS = ("broker_cpu_us_per_append", "primary_cpu_us_per_append", "peer_cp
 #: load generator), the slowest peer's round trip per group (0 at replication 1),
 #: and the sync round (write + fdatasyncs) of that peer, or of the primary at
 #: replication 1: the same disk work on the critical path of each.
+#: And the fdatasyncs each group cost the primary and the busiest peer (data and
+#: commit line each, in place; one for a group the commit log carries): on this
+#: virtual disk one that writes dirty pages back costs 130-190 us of CPU
+#: (a clean one ~25), so replication 3's six a group against replication 1's two
+#: are most of its extra CPU per append.
 STAGE_UNITS = {"appends_per_group": "appends", "broker_append_ms": "ms", "peer_round_trip_ms": "ms",
-               "sync_round_ms": "ms"}
+               "sync_round_ms": "ms", "primary_fdatasyncs_per_group": "fdatasyncs",
+               "peer_fdatasyncs_per_group": "fdatasyncs"}
 
 
 def _with_broker_cpu(cluster: Cluster, primary: BrokerProcess, run: Callable[[], LoadResult]) -> dict[str, float]:
@@ -105,6 +111,8 @@ def _with_broker_cpu(cluster: Cluster, primary: BrokerProcess, run: Callable[[],
 #: The histogram families `_Stages` reads: (name, its labels if any) -> (sum, count).
 _FAMILY = re.compile(r"^herald_broker_(append_seconds|append_group_appends|replication_seconds|sync_round_seconds)"
                      r"_(sum|count)(\{[^}]*\})? ([0-9.e+-]+)$", re.MULTILINE)
+#: The fdatasync counter `_Stages` reads too (group commits' syncs and the commit log's).
+_SYNCS = re.compile(r"^herald_broker_fdatasyncs_total ([0-9.e+-]+)$", re.MULTILINE)
 
 
 class _Stages:
@@ -123,6 +131,7 @@ class _Stages:
             for family, part, labels, value in _FAMILY.findall(text):
                 key = (broker.url, family + (labels or ""), part)
                 values[key] = values.get(key, 0.0) + float(value)
+            values[(broker.url, "fdatasyncs", "count")] = sum(map(float, _SYNCS.findall(text)))
         return values
 
     def since(self) -> dict[str, float]:
@@ -131,15 +140,23 @@ class _Stages:
                  for peer in self.peers}
         slowest = max(trips, key=trips.__getitem__, default=None)
         syncing = slowest if slowest and trips[slowest] else url  # replication 1: the primary syncs
+        groups = self._delta(after, url, "append_group_appends", "count")
+        syncs = {broker.url: self._delta(after, broker.url, "fdatasyncs", "count") / groups if groups else 0.0
+                 for broker in (self.primary, *self.peers)}
         return {"appends_per_group": self._mean(after, url, "append_group_appends"),
                 "broker_append_ms": self._mean(after, url, "append_seconds", 1e3),
                 "peer_round_trip_ms": trips[slowest] if slowest else 0.0,
-                "sync_round_ms": self._mean(after, syncing, "sync_round_seconds", 1e3)}
+                "sync_round_ms": self._mean(after, syncing, "sync_round_seconds", 1e3),
+                "primary_fdatasyncs_per_group": syncs[url],
+                "peer_fdatasyncs_per_group": max((syncs[peer.url] for peer in self.peers), default=0.0)}
+
+    def _delta(self, after: dict[tuple[str, str, str], float], url: str, family: str, part: str) -> float:
+        """How much one broker's ``family`` ``part`` grew over the run."""
+        return after.get((url, family, part), 0.0) - self.before.get((url, family, part), 0.0)
 
     def _mean(self, after: dict[tuple[str, str, str], float], url: str, family: str, scale: float = 1.0) -> float:
         """The mean of one broker's histogram ``family`` over the run (0 if empty)."""
-        count = after.get((url, family, "count"), 0.0) - self.before.get((url, family, "count"), 0.0)
-        total = after.get((url, family, "sum"), 0.0) - self.before.get((url, family, "sum"), 0.0)
+        count, total = self._delta(after, url, family, "count"), self._delta(after, url, family, "sum")
         return total / count * scale if count else 0.0
 
 

@@ -1,6 +1,6 @@
 """The cluster benchmark's stage figures (`bench.cluster._Stages`), read from real
 brokers' histograms around a few appends: one append per group when they come one
-at a time, and a peer round trip only where there are peers. Timings are never
+at a time, and a peer round trip and peers' fdatasyncs only where there are peers. Timings are never
 asserted, only that each stage was seen."""
 
 from __future__ import annotations
@@ -35,3 +35,5 @@ def test_stages_see_each_group_and_a_peer_round_trip_only_with_peers(tmp_path):
             assert figures["appends_per_group"] == 1.0, figures  # one writer, one append at a time
             assert figures["broker_append_ms"] > 0 and figures["sync_round_ms"] > 0, figures
             assert (figures["peer_round_trip_ms"] > 0) == (replication == 3), figures
+            assert figures["primary_fdatasyncs_per_group"] > 0, figures  # data and line, or the log's
+            assert (figures["peer_fdatasyncs_per_group"] > 0) == (replication == 3), figures
