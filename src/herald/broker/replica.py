@@ -34,6 +34,20 @@ class ReplicaWrite(GroupWrite):
     the primary's whole group, so a body SHA1 would be a second pass over every
     replicated byte, thrown away (~14 us per 16 KiB group). A group large enough to
     be hashed beside its write (`herald.fragment.spool_sums`) is sealed as usual.
+
+    Its round syncs in place (data and commit line, two fdatasyncs side by side)
+    like a primary's lone group past the log's `lone_bytes`. Logged instead (one
+    fdatasync of the commit log, data inline; tried in session 9) a 31 KiB
+    replica round cost more, not less: 321-386 us of process CPU per round
+    against 206-285 in place, wall 2.2-3.5 ms against 1.5-1.6 (600 rounds each,
+    load 9-10), as the log grows in zeros and the spool's copy is written back on
+    top of the record. In the cluster (1 KiB x 32, load 8-12) the log's slow-disk
+    check kept it off; without that check (peers at 1.03 fdatasyncs a group
+    against 2.0, 7 interleaved pairs) neither appends/s nor CPU per append moved
+    past the noise, and p99 was worse in 4 of 7. On this VM an fdatasync that writes dirty pages back costs 130-190
+    us of CPU (a clean one ~25), whatever the way (``O_DSYNC``, ``RWF_DSYNC``):
+    replication 3's six a group against replication 1's two are most of its extra
+    CPU per append (`bench.cluster` reports them).
     """
 
     BODY_SUMS = False
