@@ -145,8 +145,7 @@ def dedupe_frame(spark: Any, s: DedupeSettings) -> Any:
     from herald.spark.fields import COLUMN_PREFIX, fields_schema
     from herald.spark.projection import DEDUPE_KEY
 
-    herald.spark.register(spark)
-    spark.dataSource.register(ControlSource)
+    herald.spark.register(spark)  # once per session (a no-op for the next queries)
     fields = [s.time_field] if s.time_field else []
     # The key and time fields come parsed by the source's Python worker (options
     # dedupeKey and jsonFields: from_json's values, without a second JSON parse in
@@ -171,6 +170,7 @@ def dedupe_frame(spark: Any, s: DedupeSettings) -> Any:
     now = F.col(NOW_COLUMN)
     t_ms = F.least(F.greatest(basis, now - s.band_ms + 1), now) if s.skew_guard else basis
     if s.max_keys:  # The size bound's boost, re-read by every batch (control.py).
+        spark.dataSource.register(ControlSource)  # only then: each registration is a JVM round trip
         control = spark.read.format(CONTROL_FORMAT).option("path", str(s.control_path)).load()
         src = src.crossJoin(F.broadcast(control))
         elapsed = F.greatest(now - F.col("at_ms"), F.lit(0))

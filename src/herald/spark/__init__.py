@@ -20,6 +20,7 @@ Design and measurements: docs/spark.md.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from herald.lazy import lazy_exports
@@ -38,6 +39,13 @@ _EXPORTS = {
 
 __all__ = ["ARROW_SCHEMA", "JournalLag", "SPARK_SCHEMA", "HeraldOptions", "checkpoint_offsets", "lag", "register"]
 
+#: Sessions `register` has set up. A pipeline registers the format for every query
+#: it starts (the dedupe bench: one per run), and each full registration walks
+#: Herald's tree for stale bytecode, pickles the data source class and hands it to
+#: the JVM: 20-80 ms of a query's start-up, measured here, for nothing the second
+#: time. Weak: a stopped session's replacement is a new object, set up afresh.
+_registered: weakref.WeakSet[Any] = weakref.WeakSet()
+
 if TYPE_CHECKING:
     from herald.spark.lag import JournalLag, checkpoint_offsets, lag
     from herald.spark.options import HeraldOptions
@@ -51,7 +59,10 @@ def register(spark: Any, ship: bool | None = None) -> None:
     either way). Raises at once, naming the fix, if the workers cannot import a
     dependency — not later, deep in a task, as ``No module named …``. Writes
     Herald's bytecode where it is missing (`herald.spark.bytecode`): each query's
-    fresh Python processes then load it instead of compiling it."""
+    fresh Python processes then load it instead of compiling it. Once per session:
+    later calls return at once, unless ``ship`` asks for a decision again."""
+    if ship is None and spark in _registered:
+        return
     from herald.spark.bytecode import precompile
     from herald.spark.datasource import HeraldDataSource
     from herald.spark.workers import ensure_importable, preset_files_path
@@ -60,6 +71,7 @@ def register(spark: Any, ship: bool | None = None) -> None:
     ensure_importable(spark, ship)  # before registering: Spark captures includes then
     preset_files_path(spark)  # and the environment: fresh runners start without re-reading zips
     spark.dataSource.register(HeraldDataSource)
+    _registered.add(spark)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
