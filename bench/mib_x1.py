@@ -2,12 +2,14 @@
 the broker's CPU per MiB and the time from a body's last byte to its answer (not
 in ``make bench``; the code under test is whichever ``herald`` PYTHONPATH picks).
 
-    python -m bench.mib_x1 [SECONDS] [ROUNDS]
+    python -m bench.mib_x1 [SECONDS] [ROUNDS] [WRITERS]
 
 Each round runs the disk loop, then ``wrk -c1`` with 1 MiB PUTs, then a raw client
 that sends all of a body but its last byte, lets the broker take it in, and times
 the last byte to the answer (the part of an append that follows its body: the
-syncs and the commit line; median and p90 of ``LAST_BYTE_SAMPLES``). Interleave
+syncs and the commit line; median and p90 of ``LAST_BYTE_SAMPLES``). ``WRITERS``
+(default 1) sets wrk's connections, for the x4 case (still against the one-writer
+disk loop, as the bench's headline; the last-byte client stays alone). Interleave
 two trees' runs (A/B) for a comparison: wall figures are noisy on a shared machine,
 CPU per MiB much less so.
 """
@@ -66,7 +68,7 @@ def _drain_body(sock: socket.socket, answer: bytes) -> None:
         rest += sock.recv(65536)
 
 
-def main(seconds: float = 5.0, rounds: int = 1) -> None:
+def main(seconds: float = 5.0, rounds: int = 1, writers: int = 1) -> None:
     body = ndjson_body(MIB)
     print(f"load {os.getloadavg()[0]:.2f}  herald from {__import__('herald').__file__}")
     with tempfile.TemporaryDirectory(prefix="herald-mib-", dir=os.environ.get("MIB_DIR")) as tmp:
@@ -76,7 +78,7 @@ def main(seconds: float = 5.0, rounds: int = 1) -> None:
             for _ in range(rounds):
                 disk = fdatasync_loop(scratch, MIB, seconds)
                 before = _cpu_s(broker.proc.pid)
-                result = run_wrk(broker.url, ["/bench/mib"], body, 1, seconds)
+                result = run_wrk(broker.url, ["/bench/mib"], body, writers, seconds)
                 cpu = (_cpu_s(broker.proc.pid) - before) * 1e3 / max(result.requests, 1)
                 herald = result.metrics(MIB)
                 lb = sorted(last_byte_ms(broker.port, "/bench/mib", body, LAST_BYTE_SAMPLES))
