@@ -13,12 +13,14 @@ from herald.fragment.group_write import GroupWrite
 from herald.fragment.rounds import write_round
 from herald.fragment.spool import Spool
 from herald.fragment.spool_recovery import recover_spools
-from herald.fragment.spool_stream import STREAM_MIN_BYTES, SpoolStream
+from herald.fragment.spool_stream import STREAM_MIN_BYTES, WRITEBACK_MIN_BYTES, SpoolStream, _native_writeback
 from herald.protocol.journal import CompressionCodec
 from herald.protocol.labels import LabelSet
 
 PIECE_BYTES = 100_000
-BODY = bytes(range(256)) * (STREAM_MIN_BYTES // 256 + 3)
+#: Large enough that its write-back starts twice before its last piece (where the
+#: C extension has `start_writeback`): bytes the device already has are synced the same.
+BODY = bytes(range(256)) * (4 * STREAM_MIN_BYTES // 256 + 3)
 REGISTERS = LabelSet.from_list([{"name": "cursor", "value": "7"}])
 
 
@@ -37,6 +39,8 @@ def _streamed(spool: Spool, before_last_piece=lambda: None) -> SpoolStream:
         if at + PIECE_BYTES >= len(BODY):
             before_last_piece()
         stream.write(BODY[at:at + PIECE_BYTES])
+    if _native_writeback is not None:  # the write-back went ahead of the last piece
+        assert stream._written_back >= 2 * WRITEBACK_MIN_BYTES
     return stream
 
 
