@@ -6,15 +6,21 @@ joined, handed to the round thread, written with one ``pwritev`` and hashed twic
 writer each step is on the critical path (measured: 3.9 ms from the last byte to
 the answer, 1 ms of it the data's fdatasync). A `SpoolStream` instead writes each
 piece past the spool's committed end as it arrives and feeds both SHA1s on a
-helper thread (`StreamSums`: one paired pass where built), so at the last byte only the syncs and the commit
-line remain: the data's fdatasync starts from the loop at once, and the body joins
-the next sync round as a `StreamedWrite`, one group like any other.
+helper thread (`StreamSums`: one paired pass where built), and (with the C
+extension) starts their write-back every `WRITEBACK_MIN_BYTES`, so at the last byte
+only the syncs and the commit line remain: the data's fdatasync starts from the
+loop at once, with little left to write; the commit line is written and its sync
+started as soon as the SHA1 is whole (`StreamedWrite`: the line goes ahead); and
+the body joins the next sync round as a `StreamedWrite`, one group like any other,
+which adopts that line and waits for both syncs [I-APPEND-3].
 
 The spool itself is untouched until the group commits: the stream hashes a copy of
 the running SHA1 and the spool's pending delta stays 0, so a body cut short, late
 or failed leaves the committed end and SHA1 state exactly as they were, and the
 bytes it wrote are past the committed end, where readers never look, recovery
-truncates [I-FRAG-2] and the next append writes over them [I-APPEND-2]. The caller
+truncates [I-FRAG-2] and the next append writes over them [I-APPEND-2]. (A line
+written ahead, past the last commit line, is erased if its group fails, and trusted
+by recovery only where the spool's bytes match its SHA1.) The caller
 holds the journal's spool lock for the whole body (appends never interleave
 [I-APPEND-1]) and the spool's descriptors pinned.
 """
@@ -123,10 +129,15 @@ class _Feed:
             except BaseException as err:  # noqa: BLE001 - kept for wait(): a wrong SHA1 must never commit
                 self.error = err
 
-    def wait(self) -> None:
-        """Block until every piece fed so far is hashed."""
+    def settle(self) -> None:
+        """Block until every piece fed so far is hashed (every action run), whether
+        or not an update failed."""
         with self._idle:
             pass
+
+    def wait(self) -> None:
+        """Block until every piece fed so far is hashed; raise what failed, if any."""
+        self.settle()
         if self.error is not None:
             raise self.error
 
@@ -174,8 +185,7 @@ class StreamSums:
         """Block until every piece fed so far is hashed and every action run, whether
         or not an update failed (`result` then raises it)."""
         for feed in self._feeds:
-            with feed._idle:
-                pass
+            feed.settle()
 
     def result(self) -> tuple[object, str]:
         """The running SHA1 with the body, and the body's SHA1 (blocking: waits for
