@@ -117,3 +117,29 @@ def test_a_native_sync_refuses_what_is_not_a_descriptor():
         native.start_fdatasync(-1)
     with pytest.raises(TypeError):
         native.start_fdatasync("3")
+
+
+def test_a_native_write_back_reports_nothing_and_leaves_the_next_sync_whole(tmp_path):
+    """`start_writeback` (a streamed body's pages sent to the device as they arrive)
+    waits for nothing and raises nothing, even where sync_file_range fails (a pipe,
+    a closed descriptor, an empty range); a sync after it returns as any sync, and
+    the file holds exactly what was written."""
+    native = pytest.importorskip("herald.fragment._spool_native", reason="the C extension is not built here")
+    if not hasattr(native, "start_writeback"):
+        pytest.skip("the C extension was built before start_writeback")
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
+    r, w = os.pipe()
+    closed = os.open(tmp_path / "g", os.O_RDWR | os.O_CREAT)
+    os.close(closed)
+    try:
+        os.write(fd, b"y" * (256 << 10))
+        assert native.start_writeback(fd, 0, 128 << 10) is None
+        for args in ((r, 0, 4096), (closed, 0, 4096), (fd, 4096, 4096), (-1, 0, 4096)):
+            assert native.start_writeback(*args) is None
+        assert native.start_fdatasync(fd).exception() is None
+    finally:
+        for each in (fd, r, w):
+            os.close(each)
+    assert (tmp_path / "f").read_bytes() == b"y" * (256 << 10)
+    with pytest.raises(TypeError):
+        native.start_writeback(fd, "0", 4096)

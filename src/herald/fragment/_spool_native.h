@@ -20,6 +20,6 @@ PyObject *spool_seal(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* Each adds its functions to `module`; -1 with an exception set on failure. */
 int spool_writes_add(PyObject *module);  /* _spool_writes.c: pwrite_each */
 int spool_frames_add(PyObject *module);  /* _spool_frames.c: seal_frame, where SSE4.2 is */
-int spool_syncs_add(PyObject *module);   /* _spool_syncs.c: start_fdatasync, PendingSync */
+int spool_syncs_add(PyObject *module);   /* _spool_syncs.c: start_fdatasync, PendingSync, start_writeback */
 
 #endif

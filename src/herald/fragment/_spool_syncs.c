@@ -1,11 +1,13 @@
 /* herald.fragment._spool_native, its streamed bodies' syncs: start_fdatasync, a
  * streamed body's data fdatasync on a native thread that never takes the GIL (see
- * _spool_native.h). Not tied to SHA-NI, but the extension only loads where that is
- * there: without it, Python's helper threads (herald.fragment.fdatasyncs) sync
- * instead. */
+ * _spool_native.h), and start_writeback, the write-back of its pieces started as
+ * they arrive, on the same threads. Not tied to SHA-NI, but the extension only
+ * loads where that is there: without it, Python's helper threads
+ * (herald.fragment.fdatasyncs) sync instead, and no write-back starts early. */
 #include "_spool_native.h"
 
 #include <errno.h>
+#include <fcntl.h>  /* sync_file_range: Python.h defines _GNU_SOURCE */
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -29,6 +31,8 @@ typedef struct SyncJob {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int fd, done, err, refs;
+    int writeback;       /* start_writeback's job: sync_file_range of [off, off + len) */
+    long long off, len;
     struct SyncJob *next;
 } SyncJob;
 
@@ -59,6 +63,11 @@ static void sync_job_release(SyncJob *job)
 static void sync_job_run(SyncJob *job)
 {
     int err = 0;
+    if (job->writeback) {  /* nothing waits for it, nothing is reported: see start_writeback */
+        (void)sync_file_range(job->fd, job->off, job->len, SYNC_FILE_RANGE_WRITE);
+        sync_job_release(job);
+        return;
+    }
     while (fdatasync(job->fd) != 0) {
         if (errno != EINTR) {
             err = errno;
@@ -161,6 +170,39 @@ static PyObject *start_fdatasync(PyObject *module, PyObject *arg)
     return (PyObject *)pending;
 }
 
+/* -- start_writeback: a streamed body's write-back, started as its pieces arrive -------
+ *
+ * start_writeback(fd, lo, hi) -> None: sync_file_range(fd, lo, hi - lo,
+ * SYNC_FILE_RANGE_WRITE) on a pool thread. The device gets a body's bytes while the
+ * rest of it still arrives, so the data fdatasync at its last byte has only its tail
+ * (and the journal's commit) left to write. Asynchronous and unreported: it makes
+ * nothing durable (the fdatasync does [I-APPEND-3]), and its errors surface there.
+ * On a pool thread, not the caller's: the call may block while ext4 allocates the
+ * blocks, and the caller is the event loop. A descriptor closed (and reused) before
+ * the job runs costs a write-back started elsewhere, nothing more. */
+static PyObject *start_writeback(PyObject *module, PyObject *args)
+{
+    int fd;
+    long long lo, hi;
+    if (!PyArg_ParseTuple(args, "iLL:start_writeback", &fd, &lo, &hi))
+        return NULL;
+    if (fd < 0 || lo < 0 || hi <= lo)
+        Py_RETURN_NONE;
+    SyncJob *job = calloc(1, sizeof(SyncJob));
+    if (job == NULL)
+        return PyErr_NoMemory();
+    pthread_mutex_init(&job->mu, NULL);
+    pthread_cond_init(&job->cv, NULL);
+    job->fd = fd;
+    job->writeback = 1;
+    job->off = lo;
+    job->len = hi - lo;
+    job->refs = 1;  /* the pool's only */
+    if (sync_pool_submit(job) < 0)  /* no thread: the data sync writes it all, as before */
+        sync_job_release(job);
+    Py_RETURN_NONE;
+}
+
 static PyObject *pending_sync_exception(PendingSyncObject *self, PyObject *Py_UNUSED(ignored))
 {
     SyncJob *job = self->job;
@@ -202,6 +244,8 @@ static PyTypeObject PendingSyncType = {
 static PyMethodDef sync_methods[] = {
     {"start_fdatasync", (PyCFunction)start_fdatasync, METH_O,
      "Start fdatasync(fd) on a thread that never takes the GIL; its PendingSync."},
+    {"start_writeback", (PyCFunction)start_writeback, METH_VARARGS,
+     "Start the write-back of [lo, hi) of fd on a pool thread (no wait, no report)."},
     {NULL, NULL, 0, NULL},
 };
 
