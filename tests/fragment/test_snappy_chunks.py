@@ -15,7 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from herald.fragment.coder import CodecError
-from herald.fragment.snappy_framed import SNAPPY_IDENTIFIER, SnappyDecompressor, decode_chunks_into
+from herald.fragment.snappy_framed import (
+    SNAPPY_IDENTIFIER,
+    SnappyCompressor,
+    SnappyDecompressor,
+    chunks_covering,
+    decode_chunks_into,
+)
 
 
 def _masked_crc(data: bytes) -> int:
@@ -96,3 +102,18 @@ def test_a_corrupt_raw_block_is_an_error() -> None:
 def test_a_whole_data_chunk_shorter_than_its_crc_is_an_error(kind: int) -> None:
     with pytest.raises(CodecError, match="shorter than its CRC"):
         _decode(SNAPPY_IDENTIFIER + _chunk(kind, b"abc"), 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 300_000), st.integers(1, 300_000))
+def test_chunks_covering_a_range_decode_to_it(lo: int, length: int) -> None:
+    content = b"".join(b'{"n":%d}\n' % i for i in range(40_000))[:250_000] + os.urandom(50_000)
+    stream = memoryview(SnappyCompressor().update(content))
+    lo, hi = min(lo, len(content) - 1), min(lo + length, len(content))
+    start, stop, begin = chunks_covering(stream, lo, hi)
+    decoded = SnappyDecompressor()
+    decoded.update(SNAPPY_IDENTIFIER)
+    part = bytes(decoded.update(stream[start:stop]))
+    assert begin <= lo and begin + len(part) >= hi
+    assert lo - begin < 1 << 16 and begin + len(part) - hi < 1 << 16
+    assert part == content[begin:begin + len(part)]
