@@ -13,9 +13,19 @@ from __future__ import annotations
 
 import email.utils
 import logging
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from herald.broker.encoded_read import (
+    ENCODED_BEGIN_HEADER,
+    ENCODED_END_HEADER,
+    SNAPPY_FRAMED,
+    EncodedPart,
+    accepts_snappy_framed,
+    encoded_segments,
+    plan_encoded,
+)
 from herald.broker.fragment_decode import DecodeBuffers
 from herald.broker.gateway_request import (
     MAX_OFFSET,
@@ -31,6 +41,8 @@ from herald.broker.read import StoreTroubleLog, stream
 from herald.broker.read_holes import from_primary_or_hole_error, locate_or_list
 from herald.broker.service import Broker
 from herald.broker.zerocopy import ChunkedSocketWriter, ZeroCopyRead, plan_zero_copy, send_zero_copy, supports_zero_copy
+from herald.fragment.coder import CodecError
+from herald.fragment.snappy_framed import SNAPPY_IDENTIFIER
 from herald.protocol.errors import HeraldError, OffsetNotYetAvailableError, Status, ValidationError
 from herald.protocol.journal import JournalFlags
 
@@ -105,6 +117,10 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
         read = plan_zero_copy(journal, offset, end_offset)
         if read is not None:
             return await _send_files(request, broker, journal, read)
+    if not block and accepts_snappy_framed(request.headers.get("Accept-Encoding", "")):
+        parts = plan_encoded(journal, offset, end_offset)
+        if parts and (response := await _send_encoded(request, broker, journal, parts)) is not None:
+            return response
     buffers = DecodeBuffers()
     chunks = stream(journal, offset, block, end_offset, broker.stopping, buffers)
     first = None
@@ -173,6 +189,50 @@ async def _send_files(request: web.Request, broker: Broker, journal: Journal,
         METRICS.read_bytes.labels(journal.spec.name).inc(read.size_bytes)
     await response.write_eof()
     return response
+
+
+async def _send_encoded(request: web.Request, broker: Broker, journal: Journal,
+                        parts: list[EncodedPart]) -> web.StreamResponse | None:
+    """Answer a read with the stored SNAPPY chunks of ``parts`` (`herald.broker.encoded_read`);
+    None, with nothing sent, if the first segment cannot be read: the caller streams
+    the read decoded instead, which reports the cause."""
+    buffers = DecodeBuffers()
+    pieces = encoded_segments(parts, buffers)
+    try:
+        begin, first = await anext(pieces)
+    except (OSError, CodecError, StopAsyncIteration):
+        await pieces.aclose()
+        return None
+    headers = read_headers(broker, journal, parts[0].lo)
+    headers.update({"Content-Encoding": SNAPPY_FRAMED, ENCODED_BEGIN_HEADER: str(begin),
+                    ENCODED_END_HEADER: str(parts[-1].hi)})
+    response = web.StreamResponse(status=206, headers=headers)
+    response.content_type = "application/octet-stream"
+    try:
+        await response.prepare(request)
+        direct = _direct_writer(request, response)
+        write = direct.write if direct is not None else response.write
+        await write(SNAPPY_IDENTIFIER)
+        await _write_piece(write, direct, buffers, first)
+        async for _begin, piece in pieces:
+            await _write_piece(write, direct, buffers, piece)
+    except (OSError, CodecError) as err:
+        # As a decoded read: the status line is out, so end the body early; the
+        # client reopens where it got to.
+        log.debug("journal=%s encoded read at %d ended early: %s", journal.spec.name, parts[0].lo, err)
+        return response
+    finally:
+        await pieces.aclose()
+    METRICS.read_bytes.labels(journal.spec.name).inc(parts[-1].hi - parts[0].lo)
+    await response.write_eof()
+    return response
+
+
+async def _write_piece(write: Callable[[bytes], Awaitable[None]], direct: ChunkedSocketWriter | None,
+                       buffers: DecodeBuffers, piece: memoryview) -> None:
+    await write(piece)  # type: ignore[arg-type]  # bytes-like
+    if direct is not None:  # its bytes are in the kernel: the next cut may reuse the buffer
+        buffers.give_back(piece)
 
 
 async def _first_chunk(journal: Journal, offset: int, chunks) -> tuple[int, bytes | None]:
