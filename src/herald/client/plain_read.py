@@ -33,8 +33,8 @@ from collections.abc import Iterator
 from typing import cast
 
 from herald.client._protocol import Request
+from herald.client.framed_read import decoded_content
 from herald.client.plain import PlainEndpoint, _as_httpx, _Headers, closed_while_idle
-from herald.fragment.snappy_framed import SnappyDecompressor
 
 __all__ = ["PlainReads", "StreamedResponse", "proxied"]
 
@@ -155,21 +155,13 @@ class StreamedResponse:
     def _decoded(self, pieces: Iterator[bytes]) -> Iterator[bytes]:
         """The read's content from a `SNAPPY_FRAMED` body: what decodes between the
         read's offset (Content-Range) and ``X-Encoded-End``, the body's decoded bytes
-        starting at ``X-Encoded-Begin``. Each piece is a fresh ``bytearray`` (a view's
-        copy where the range cuts it), the caller's to keep. A body the broker ended
-        short of ``X-Encoded-End`` ends the read there, as a decoded one would; one
-        that ends inside a chunk, or a chunk whose CRC fails, is a `CodecError`."""
-        at = int(self.headers["X-Encoded-Begin"])
+        starting at ``X-Encoded-Begin`` (`herald.client.framed_read`). A body the
+        broker ended short of ``X-Encoded-End`` ends the read there, as a decoded
+        one would; one that ends inside a chunk, or a chunk whose CRC fails, is a
+        `CodecError`."""
+        begin, hi = int(self.headers["X-Encoded-Begin"]), int(self.headers["X-Encoded-End"])
         lo = int(self.headers["Content-Range"].split()[1].split("-", 1)[0])
-        hi = int(self.headers["X-Encoded-End"])
-        decoder = SnappyDecompressor()
-        for piece in pieces:
-            out = decoder.update(piece)
-            start, stop = max(lo - at, 0), min(hi - at, len(out))
-            at += len(out)
-            if start < stop:
-                yield out if (start, stop) == (0, len(out)) else out[start:stop]
-        decoder.finish()
+        yield from decoded_content(pieces, begin, lo, hi)  # type: ignore[misc]  # bytes-like
 
     def _chunked(self) -> Iterator[bytes]:
         fp = self._fp
