@@ -19,7 +19,7 @@ from herald.fragment.snappy_framed import (
     SNAPPY_IDENTIFIER,
     SnappyCompressor,
     SnappyDecompressor,
-    chunks_covering,
+    chunk_extent,
     decode_chunks_into,
 )
 
@@ -104,16 +104,12 @@ def test_a_whole_data_chunk_shorter_than_its_crc_is_an_error(kind: int) -> None:
         _decode(SNAPPY_IDENTIFIER + _chunk(kind, b"abc"), 0)
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(0, 300_000), st.integers(1, 300_000))
-def test_chunks_covering_a_range_decode_to_it(lo: int, length: int) -> None:
-    content = b"".join(b'{"n":%d}\n' % i for i in range(40_000))[:250_000] + os.urandom(50_000)
-    stream = memoryview(SnappyCompressor().update(content))
-    lo, hi = min(lo, len(content) - 1), min(lo + length, len(content))
-    start, stop, begin = chunks_covering(stream, lo, hi)
-    decoded = SnappyDecompressor()
-    decoded.update(SNAPPY_IDENTIFIER)
-    part = bytes(decoded.update(stream[start:stop]))
-    assert begin <= lo and begin + len(part) >= hi
-    assert lo - begin < 1 << 16 and begin + len(part) - hi < 1 << 16
-    assert part == content[begin:begin + len(part)]
+def test_chunk_extents_walk_a_stream_by_its_heads() -> None:
+    content = b"".join(b'{"n":%d}\n' % i for i in range(40_000))[:250_000] + os.urandom(70_000)
+    stream = bytes(SnappyCompressor().update(content))
+    pos, sizes = 0, []
+    while pos < len(stream):
+        length, size = chunk_extent(stream[pos:pos + 13])
+        pos, sizes = pos + length, [*sizes, size]
+    assert pos == len(stream) and sizes[0] == 0 and sum(sizes) == len(content)
+    assert all(0 < size <= 1 << 16 for size in sizes[1:])

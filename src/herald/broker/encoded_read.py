@@ -1,51 +1,49 @@
 """Reads answered in the fragments' own framed SNAPPY, for a client that decodes it.
 
-Why: through the broker, a SNAPPY read cost the broker ~1.0-1.2 ms of CPU per MiB
+Why: through the broker, a SNAPPY read cost the broker ~1.0-1.3 ms of CPU per MiB
 of content and the client ~0.2-0.3, where reading and decoding the files directly
 costs ~0.65. The decode is the same either way; the rest is moving the decoded
 bytes over a socket: a bare loopback socket pair alone costs 0.19 ms/MiB to send
 and 0.23-0.25 to receive, and the broker's event loop spent 0.4-0.5 ms/MiB on its
 writes (perf: two thirds of it ``tcp_sendmsg``). A client that asks with
 ``Accept-Encoding: x-snappy-framed`` (`herald.client.plain_read`) gets the stored
-chunks instead: a third of the bytes cross the socket, the broker decodes nothing,
-and the client checks every chunk's CRC-32C as it decodes.
+chunks instead: under half the bytes cross the socket, by ``sendfile`` (no byte
+through Python, as `herald.broker.zerocopy` sends uncompressed files), the broker
+decodes nothing, and the client checks every chunk's CRC-32C as it decodes.
 
 What is sent: a non-blocking read held whole in persisted SNAPPY fragments in local
-(``file://``) stores (as `herald.broker.zerocopy` answers one held whole in local
-uncompressed files): the chunks from the one holding the read's offset to the one
-holding its last byte (cut without decoding: `herald.fragment.segments`, then
-`chunks_covering` in the first and last segment), behind a stream identifier. The
-read's headers are the usual ones (Content-Range starts at the read's offset,
-jumps included), plus ``Content-Encoding``,
-``X-Encoded-Begin`` (the journal offset of the body's first decoded byte, at or
-before the read's offset) and ``X-Encoded-End`` (where the read's content ends:
-the client drops what decodes before the offset or from the end on). A read that
-runs into a spool, another codec or a remote store is answered decoded, as before;
+(``file://``) stores, over plain TCP: a stream identifier, then the bytes of each
+fragment file from the chunk holding the read's first byte in it to the chunk
+holding its last (found by walking the chunks' heads; a whole fragment is its
+whole file), with a ``Content-Length``. The read's headers are the usual ones
+(Content-Range starts at the read's offset, jumps included), plus
+``Content-Encoding``, ``X-Encoded-Begin`` (the journal offset of the body's first
+decoded byte, at or before the read's offset) and ``X-Encoded-End`` (where the
+read's content ends): the client drops what decodes outside. A read that runs
+into a spool, another codec or a remote store is answered decoded, as before;
 wrapping those bytes in uncompressed chunks would extend this to them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import BinaryIO
 
-from herald.broker.fragment_decode import DecodeBuffers
 from herald.broker.journal import Journal
+from herald.broker.zerocopy import FileRange, ZeroCopyRead
+from herald.fragment.coder import CodecError
 from herald.fragment.index import Located
-from herald.fragment.segments import Segment, segments
-from herald.fragment.snappy_framed import chunks_covering
+from herald.fragment.snappy_framed import chunk_extent
 from herald.protocol.fragment import Fragment
 from herald.protocol.journal import CompressionCodec
 
 __all__ = ["ENCODED_BEGIN_HEADER", "ENCODED_END_HEADER", "SNAPPY_FRAMED", "EncodedPart", "accepts_snappy_framed",
-           "encoded_segments", "plan_encoded"]
+           "open_encoded", "plan_encoded"]
 
 SNAPPY_FRAMED = "x-snappy-framed"
 ENCODED_BEGIN_HEADER = "X-Encoded-Begin"
 ENCODED_END_HEADER = "X-Encoded-End"
+_HEAD_BYTES = 13  # a chunk's head, its CRC and a raw block's length varint
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,55 +95,45 @@ def _local_snappy_path(journal: Journal, located: Located) -> str | None:
     return path if path is not None and os.path.isfile(path) else None
 
 
-async def encoded_segments(parts: list[EncodedPart],
-                           buffers: DecodeBuffers) -> AsyncGenerator[tuple[int, memoryview], None]:
-    """``(begin, data)`` for each segment of ``parts`` that holds content of theirs:
-    ``data`` its whole chunks that do (a view of a buffer from ``buffers``: give it
-    back once sent), ``begin`` the journal offset their content starts at. The files are read in the executor,
-    one segment ahead of the caller. Raises OSError from the store, `CodecError` on
-    a malformed file or one shorter than its fragment."""
-    loop = asyncio.get_running_loop()
-    for part in parts:
-        file = await loop.run_in_executor(None, _opener(part.path))
-        cuts = segments(file, CompressionCodec.SNAPPY, take=buffers.take)
-        pos = part.fragment.begin
-        ahead: asyncio.Future[Segment | None] | None = loop.run_in_executor(None, next, cuts, None)
-        try:
-            while ahead is not None:
-                segment = await ahead
-                if segment is None or segment.size is None:
-                    raise OSError(f"{part.path} ends before its fragment's end {part.fragment.end}")
-                ahead = loop.run_in_executor(None, next, cuts, None) if pos + segment.size < part.hi else None
-                if pos + segment.size > part.lo:
-                    yield _covering(segment, pos, part)
-                else:
-                    buffers.give_back(segment.data)
-                pos += segment.size
-        finally:
-            await _close_after(loop, file, ahead)
+def open_encoded(parts: list[EncodedPart]) -> tuple[ZeroCopyRead, int]:
+    """Open ``parts``' files and find the byte ranges of the chunks holding their
+    content: a `ZeroCopyRead` of them (close it) and the journal offset where their
+    content starts. Blocks on the files (run it in the executor); raises OSError
+    or `CodecError` (a file shorter than its fragment, or not framed snappy)."""
+    read = ZeroCopyRead(parts[0].lo)
+    begin = parts[0].lo
+    try:
+        for i, part in enumerate(parts):
+            fd = os.open(part.path, os.O_RDONLY)
+            read.ranges.append(FileRange(fd, 0, 0))
+            start, stop, at = _chunk_range(fd, part.fragment, part.lo, part.hi)
+            read.ranges[-1] = FileRange(fd, start, stop - start)
+            if i == 0:
+                begin = part.fragment.begin + at
+    except BaseException:
+        read.close()
+        raise
+    return read, begin
 
 
-def _covering(segment: Segment, pos: int, part: EncodedPart) -> tuple[int, memoryview]:
-    """The chunks of ``segment`` (content from ``pos``) that hold content of ``part``,
-    and where their content starts: a view, never a copy."""
-    data = memoryview(segment.data)
-    assert segment.size is not None
-    lo, hi = max(part.lo - pos, 0), min(part.hi - pos, segment.size)
-    if lo == 0 and hi == segment.size:
-        return pos, data
-    start, stop, begin = chunks_covering(data, lo, hi)
-    return pos + begin, data[start:stop]
-
-
-def _opener(path: str) -> Callable[[], BinaryIO]:
-    return lambda: open(path, "rb", buffering=0)
-
-
-async def _close_after(loop: asyncio.AbstractEventLoop, file: BinaryIO,
-                       cutting: asyncio.Future[Segment | None] | None) -> None:
-    """Close ``file`` in the executor once a cut still reading it (if any) is over."""
-    if cutting is not None:
-        await asyncio.wait([cutting])
-        if not cutting.cancelled():
-            cutting.exception()  # retrieved: the read already ended another way
-    await loop.run_in_executor(None, file.close)
+def _chunk_range(fd: int, fragment: Fragment, lo: int, hi: int) -> tuple[int, int, int]:
+    """The bytes ``[start, stop)`` of the file's chunks whose content overlaps the
+    journal range ``[lo, hi)``, and where the first one's content starts in the
+    fragment. A whole fragment is its whole file; otherwise the chunks are walked
+    by their heads (``pread`` of a few bytes each, ~1,000 for 64 MiB of NDJSON)."""
+    lo, hi, content = lo - fragment.begin, hi - fragment.begin, fragment.end - fragment.begin
+    file_bytes = os.fstat(fd).st_size
+    start: int | None = 0 if lo == 0 else None
+    stop: int | None = file_bytes if hi >= content else None
+    pos = at = begin = 0
+    while start is None or stop is None:
+        head = os.pread(fd, _HEAD_BYTES, pos)
+        if len(head) < 4:
+            raise CodecError(f"SNAPPY: {len(head)} bytes at {pos} of a fragment file, not a chunk head")
+        length, size = chunk_extent(head)
+        if start is None and size and at + size > lo:
+            start, begin = pos, at
+        at, pos = at + size, pos + length
+        if stop is None and at >= hi:
+            stop = pos
+    return start, stop, begin

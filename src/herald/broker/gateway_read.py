@@ -11,9 +11,9 @@ else answered 503 to retry (`herald.broker.read_holes`) — never 416, never emp
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import logging
-from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
@@ -21,9 +21,8 @@ from herald.broker.encoded_read import (
     ENCODED_BEGIN_HEADER,
     ENCODED_END_HEADER,
     SNAPPY_FRAMED,
-    EncodedPart,
     accepts_snappy_framed,
-    encoded_segments,
+    open_encoded,
     plan_encoded,
 )
 from herald.broker.fragment_decode import DecodeBuffers
@@ -117,10 +116,10 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
         read = plan_zero_copy(journal, offset, end_offset)
         if read is not None:
             return await _send_files(request, broker, journal, read)
-    if not block and accepts_snappy_framed(request.headers.get("Accept-Encoding", "")):
-        parts = plan_encoded(journal, offset, end_offset)
-        if parts and (response := await _send_encoded(request, broker, journal, parts)) is not None:
-            return response
+        if accepts_snappy_framed(request.headers.get("Accept-Encoding", "")):
+            encoded = await _open_encoded(journal, offset, end_offset)
+            if encoded is not None:
+                return await _send_files(request, broker, journal, *encoded)
     buffers = DecodeBuffers()
     chunks = stream(journal, offset, block, end_offset, broker.stopping, buffers)
     first = None
@@ -166,15 +165,40 @@ def _direct_writer(request: web.Request, response: web.StreamResponse) -> Chunke
     return ChunkedSocketWriter(transport)
 
 
-async def _send_files(request: web.Request, broker: Broker, journal: Journal,
-                      read: ZeroCopyRead) -> web.StreamResponse:
-    """A non-blocking read held whole in local uncompressed files: the same status
-    and headers, a ``Content-Length``, and the bytes by ``sendfile``."""
+async def _open_encoded(journal: Journal, offset: int,
+                        end_offset: int) -> tuple[ZeroCopyRead, dict[str, str], bytes, int] | None:
+    """A read held whole in local SNAPPY fragments, opened to be sent in their
+    stored chunks (`herald.broker.encoded_read`): the files, the extra headers, the
+    body's first bytes and the read's content length; None if it is not one, or a
+    file cannot be read (the decoded path then reports why)."""
+    parts = plan_encoded(journal, offset, end_offset)
+    if not parts:
+        return None
+    try:
+        read, begin = await asyncio.get_running_loop().run_in_executor(None, open_encoded, parts)
+    except (OSError, CodecError) as err:
+        log.debug("journal=%s read at %d is sent decoded: %s", journal.spec.name, offset, err)
+        return None
+    headers = {"Content-Encoding": SNAPPY_FRAMED, ENCODED_BEGIN_HEADER: str(begin),
+               ENCODED_END_HEADER: str(parts[-1].hi)}
+    return read, headers, SNAPPY_IDENTIFIER, parts[-1].hi - parts[0].lo
+
+
+async def _send_files(request: web.Request, broker: Broker, journal: Journal, read: ZeroCopyRead,
+                      extra_headers: dict[str, str] | None = None, first: bytes = b"",
+                      content_bytes: int | None = None) -> web.StreamResponse:
+    """A non-blocking read held whole in local uncompressed files (or, with
+    ``extra_headers`` and ``first`` bytes, in stored SNAPPY chunks of
+    ``content_bytes``): the same status and headers, a ``Content-Length``, and the
+    files' bytes by ``sendfile``."""
     with read:
-        response = web.StreamResponse(status=206, headers=read_headers(broker, journal, read.offset))
+        response = web.StreamResponse(status=206, headers={**read_headers(broker, journal, read.offset),
+                                                           **(extra_headers or {})})
         response.content_type = "application/octet-stream"
-        response.content_length = read.size_bytes
+        response.content_length = len(first) + read.size_bytes
         await response.prepare(request)
+        if first:
+            await response.write(first)
         transport = request.transport
         try:
             assert transport is not None
@@ -186,53 +210,9 @@ async def _send_files(request: web.Request, broker: Broker, journal: Journal,
             if transport is not None:
                 transport.abort()
             return response
-        METRICS.read_bytes.labels(journal.spec.name).inc(read.size_bytes)
+        METRICS.read_bytes.labels(journal.spec.name).inc(read.size_bytes if content_bytes is None else content_bytes)
     await response.write_eof()
     return response
-
-
-async def _send_encoded(request: web.Request, broker: Broker, journal: Journal,
-                        parts: list[EncodedPart]) -> web.StreamResponse | None:
-    """Answer a read with the stored SNAPPY chunks of ``parts`` (`herald.broker.encoded_read`);
-    None, with nothing sent, if the first segment cannot be read: the caller streams
-    the read decoded instead, which reports the cause."""
-    buffers = DecodeBuffers()
-    pieces = encoded_segments(parts, buffers)
-    try:
-        begin, first = await anext(pieces)
-    except (OSError, CodecError, StopAsyncIteration):
-        await pieces.aclose()
-        return None
-    headers = read_headers(broker, journal, parts[0].lo)
-    headers.update({"Content-Encoding": SNAPPY_FRAMED, ENCODED_BEGIN_HEADER: str(begin),
-                    ENCODED_END_HEADER: str(parts[-1].hi)})
-    response = web.StreamResponse(status=206, headers=headers)
-    response.content_type = "application/octet-stream"
-    try:
-        await response.prepare(request)
-        direct = _direct_writer(request, response)
-        write = direct.write if direct is not None else response.write
-        await write(SNAPPY_IDENTIFIER)
-        await _write_piece(write, direct, buffers, first)
-        async for _begin, piece in pieces:
-            await _write_piece(write, direct, buffers, piece)
-    except (OSError, CodecError) as err:
-        # As a decoded read: the status line is out, so end the body early; the
-        # client reopens where it got to.
-        log.debug("journal=%s encoded read at %d ended early: %s", journal.spec.name, parts[0].lo, err)
-        return response
-    finally:
-        await pieces.aclose()
-    METRICS.read_bytes.labels(journal.spec.name).inc(parts[-1].hi - parts[0].lo)
-    await response.write_eof()
-    return response
-
-
-async def _write_piece(write: Callable[[bytes], Awaitable[None]], direct: ChunkedSocketWriter | None,
-                       buffers: DecodeBuffers, piece: memoryview) -> None:
-    await write(piece)  # type: ignore[arg-type]  # bytes-like
-    if direct is not None:  # its bytes are in the kernel: the next cut may reuse the buffer
-        buffers.give_back(piece)
 
 
 async def _first_chunk(journal: Journal, offset: int, chunks) -> tuple[int, bytes | None]:

@@ -68,17 +68,42 @@ def _trimmed(outs: Iterator[bytearray], at: int, lo: int, hi: int) -> Iterator[b
 
 
 def _whole_chunks(pieces: Iterator[bytes]) -> Iterator[tuple[memoryview, int]]:
-    """Runs of whole chunks and their decoded size. A chunk split between pieces
-    (the broker sends whole segments, but a proxy may cut them) is joined first."""
-    carry, seen = b"", False
+    """Runs of whole chunks (views of the pieces) and their decoded size. A chunk
+    split between pieces (a body with a length arrives in pieces of any size) is
+    completed from the next piece's start into a small buffer of its own: the
+    pieces themselves are never copied."""
+    carry, seen = bytearray(), False
     for piece in pieces:
-        data = memoryview(carry + piece if carry else piece)
-        end, size, seen = complete_chunks(data, 0, seen)
-        if end:
-            yield data[:end], size
-        carry = bytes(data[end:])
+        view = memoryview(piece).cast("B")
+        pos = 0
+        if carry:
+            pos = _complete(carry, view)
+            if not _is_whole(carry):
+                continue
+            _, size, seen = complete_chunks(carry, 0, seen)
+            yield memoryview(carry), size
+            carry = bytearray()  # the one yielded may still be decoding
+        end, size, seen = complete_chunks(view, pos, seen)
+        if end > pos:
+            yield view[pos:end], size
+        carry += view[end:]
     if carry:
         raise CodecError(f"SNAPPY: input ended inside a chunk ({len(carry)} bytes left)")
+
+
+def _complete(carry: bytearray, view: memoryview) -> int:
+    """Append to ``carry`` (the start of one chunk) from ``view`` until it holds the
+    whole chunk or ``view`` is used up; the bytes of ``view`` taken."""
+    pos = 0
+    while not _is_whole(carry) and pos < len(view):
+        need = 4 - len(carry) if len(carry) < 4 else 4 + int.from_bytes(carry[1:4], "little") - len(carry)
+        carry += view[pos:pos + need]
+        pos += min(need, len(view) - pos)
+    return pos
+
+
+def _is_whole(carry: bytearray) -> bool:
+    return len(carry) >= 4 and len(carry) == 4 + int.from_bytes(carry[1:4], "little")
 
 
 def _decode(data: memoryview, size: int) -> bytearray:

@@ -18,7 +18,7 @@ import crc32c
 
 from herald.fragment.coder import CodecError
 
-__all__ = ["SNAPPY_IDENTIFIER", "SnappyCompressor", "SnappyDecompressor", "chunks_covering", "complete_chunks",
+__all__ = ["SNAPPY_IDENTIFIER", "SnappyCompressor", "SnappyDecompressor", "chunk_extent", "complete_chunks",
            "decode_chunks_into"]
 
 SNAPPY_IDENTIFIER = b"\xff\x06\x00\x00sNaPpY"
@@ -217,26 +217,18 @@ def complete_chunks(buf: bytearray | memoryview, pos: int, seen_identifier: bool
     return pos, size, seen_identifier
 
 
-def chunks_covering(chunks: memoryview, lo: int, hi: int) -> tuple[int, int, int]:
-    """Of ``chunks`` (whole chunks), the bytes ``[start, stop)`` of those whose
-    content overlaps ``[lo, hi)`` (offsets in the content of all of them), and where
-    the first of those chunks' content starts: a reader of a few bytes is sent the
-    one or two chunks holding them, not the whole segment. ``(0, 0, lo)`` if none."""
-    pos = at = start = stop = 0
-    begin = -1
-    while pos + 4 <= len(chunks) and at < hi:
-        kind, length = chunks[pos], int.from_bytes(chunks[pos + 1:pos + 4], "little")
-        size = _varint(chunks, pos + 8) if kind == _COMPRESSED else length - 4 if kind == _UNCOMPRESSED else 0
-        end = pos + 4 + length
-        if size and at + size > lo:
-            if begin < 0:
-                start, begin = pos, at
-            stop = end
-        at, pos = at + size, end
-    return (start, stop, begin) if begin >= 0 else (0, 0, lo)
+def chunk_extent(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, int]:
+    """Of the chunk whose head is at ``pos`` in ``buf`` (which holds at least its
+    4-byte head and, for a compressed chunk, the 9 bytes after it): its length with
+    the head, and its content's size (0 for identifier and skippable chunks). Lets
+    a reader walk a stored file's chunks by their heads alone."""
+    kind, length = buf[pos], int.from_bytes(buf[pos + 1:pos + 4], "little")
+    if kind == _COMPRESSED:
+        return 4 + length, _varint(buf, pos + 8)
+    return 4 + length, length - 4 if kind == _UNCOMPRESSED else 0
 
 
-def _varint(buf: bytearray | memoryview, pos: int) -> int:
+def _varint(buf: bytes | bytearray | memoryview, pos: int) -> int:
     """The little-endian base-128 varint at ``pos`` (a raw snappy block's length)."""
     value = shift = 0
     for byte in buf[pos:pos + 5]:
