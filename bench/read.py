@@ -4,7 +4,10 @@ codec, and of a spool, each against a reference measured in the same run.
 - SNAPPY and ZSTANDARD fragments (1 GiB; 256/128 MiB with --quick): through the
   broker, and with read offload (the client reads the fragment files itself, the
   broker only points at them), vs reading the same files and decompressing them
-  directly into one reused buffer — the ceiling for any Python reader of them.
+  directly into one reused buffer — the ceiling for any single-threaded Python
+  reader of them. Through the broker, Herald's client asks for SNAPPY reads in
+  their stored chunks and decodes them itself (`herald.broker.encoded_read`);
+  ZSTANDARD fragments the broker decodes.
 - NONE-codec fragments and a spool (content not yet persisted): the broker answers
   non-blocking reads of them with ``sendfile``. Timed with a bare socket receiver
   (what the broker sends) and with Herald's client, vs ``cat files > /dev/null``.

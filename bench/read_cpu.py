@@ -5,7 +5,9 @@ journal (default 128 MiB), then alternates rounds of: Herald's client reading it
 all through the broker, and the direct read+decompress+CRC of the same files.
 Per round it prints the client's CPU (this process), the broker's (its
 ``/proc/<pid>/stat``), both per MiB of content, and the MB/s. CPU per MiB is far
-less sensitive to a shared machine's neighbours than MB/s. Not in ``make bench``:
+less sensitive to a shared machine's neighbours than MB/s. Herald's client asks
+for the stored chunks (`herald.broker.encoded_read`), so the decode is in the
+client's figure and the broker's is mostly a ``sendfile``. Not in ``make bench``:
 a probe for A/B runs (``PYTHONPATH=<checkout>/src``), each checkout in turn.
 """
 

@@ -15,7 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from herald.fragment.coder import CodecError
-from herald.fragment.snappy_framed import SNAPPY_IDENTIFIER, SnappyDecompressor, decode_chunks_into
+from herald.fragment.snappy_framed import (
+    SNAPPY_IDENTIFIER,
+    SnappyCompressor,
+    SnappyDecompressor,
+    chunk_extent,
+    decode_chunks_into,
+)
 
 
 def _masked_crc(data: bytes) -> int:
@@ -96,3 +102,14 @@ def test_a_corrupt_raw_block_is_an_error() -> None:
 def test_a_whole_data_chunk_shorter_than_its_crc_is_an_error(kind: int) -> None:
     with pytest.raises(CodecError, match="shorter than its CRC"):
         _decode(SNAPPY_IDENTIFIER + _chunk(kind, b"abc"), 0)
+
+
+def test_chunk_extents_walk_a_stream_by_its_heads() -> None:
+    content = b"".join(b'{"n":%d}\n' % i for i in range(40_000))[:250_000] + os.urandom(70_000)
+    stream = bytes(SnappyCompressor().update(content))
+    pos, sizes = 0, []
+    while pos < len(stream):
+        length, size = chunk_extent(stream[pos:pos + 13])
+        pos, sizes = pos + length, [*sizes, size]
+    assert pos == len(stream) and sizes[0] == 0 and sum(sizes) == len(content)
+    assert all(0 < size <= 1 << 16 for size in sizes[1:])

@@ -11,11 +11,20 @@ else answered 503 to retry (`herald.broker.read_holes`) — never 416, never emp
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import logging
 
 from aiohttp import web
 
+from herald.broker.encoded_read import (
+    ENCODED_BEGIN_HEADER,
+    ENCODED_END_HEADER,
+    SNAPPY_FRAMED,
+    accepts_snappy_framed,
+    open_encoded,
+    plan_encoded,
+)
 from herald.broker.fragment_decode import DecodeBuffers
 from herald.broker.gateway_request import (
     MAX_OFFSET,
@@ -31,6 +40,8 @@ from herald.broker.read import StoreTroubleLog, stream
 from herald.broker.read_holes import from_primary_or_hole_error, locate_or_list
 from herald.broker.service import Broker
 from herald.broker.zerocopy import ChunkedSocketWriter, ZeroCopyRead, plan_zero_copy, send_zero_copy, supports_zero_copy
+from herald.fragment.coder import CodecError
+from herald.fragment.snappy_framed import SNAPPY_IDENTIFIER
 from herald.protocol.errors import HeraldError, OffsetNotYetAvailableError, Status, ValidationError
 from herald.protocol.journal import JournalFlags
 
@@ -105,6 +116,10 @@ async def handle_get(request: web.Request) -> web.StreamResponse:
         read = plan_zero_copy(journal, offset, end_offset)
         if read is not None:
             return await _send_files(request, broker, journal, read)
+        if accepts_snappy_framed(request.headers.get("Accept-Encoding", "")):
+            encoded = await _open_encoded(journal, offset, end_offset)
+            if encoded is not None:
+                return await _send_files(request, broker, journal, *encoded)
     buffers = DecodeBuffers()
     chunks = stream(journal, offset, block, end_offset, broker.stopping, buffers)
     first = None
@@ -150,15 +165,40 @@ def _direct_writer(request: web.Request, response: web.StreamResponse) -> Chunke
     return ChunkedSocketWriter(transport)
 
 
-async def _send_files(request: web.Request, broker: Broker, journal: Journal,
-                      read: ZeroCopyRead) -> web.StreamResponse:
-    """A non-blocking read held whole in local uncompressed files: the same status
-    and headers, a ``Content-Length``, and the bytes by ``sendfile``."""
+async def _open_encoded(journal: Journal, offset: int,
+                        end_offset: int) -> tuple[ZeroCopyRead, dict[str, str], bytes, int] | None:
+    """A read held whole in local SNAPPY fragments, opened to be sent in their
+    stored chunks (`herald.broker.encoded_read`): the files, the extra headers, the
+    body's first bytes and the read's content length; None if it is not one, or a
+    file cannot be read (the decoded path then reports why)."""
+    parts = plan_encoded(journal, offset, end_offset)
+    if not parts:
+        return None
+    try:
+        read, begin = await asyncio.get_running_loop().run_in_executor(None, open_encoded, parts)
+    except (OSError, CodecError) as err:
+        log.debug("journal=%s read at %d is sent decoded: %s", journal.spec.name, offset, err)
+        return None
+    headers = {"Content-Encoding": SNAPPY_FRAMED, ENCODED_BEGIN_HEADER: str(begin),
+               ENCODED_END_HEADER: str(parts[-1].hi)}
+    return read, headers, SNAPPY_IDENTIFIER, parts[-1].hi - parts[0].lo
+
+
+async def _send_files(request: web.Request, broker: Broker, journal: Journal, read: ZeroCopyRead,
+                      extra_headers: dict[str, str] | None = None, first: bytes = b"",
+                      content_bytes: int | None = None) -> web.StreamResponse:
+    """A non-blocking read held whole in local uncompressed files (or, with
+    ``extra_headers`` and ``first`` bytes, in stored SNAPPY chunks of
+    ``content_bytes``): the same status and headers, a ``Content-Length``, and the
+    files' bytes by ``sendfile``."""
     with read:
-        response = web.StreamResponse(status=206, headers=read_headers(broker, journal, read.offset))
+        response = web.StreamResponse(status=206, headers={**read_headers(broker, journal, read.offset),
+                                                           **(extra_headers or {})})
         response.content_type = "application/octet-stream"
-        response.content_length = read.size_bytes
+        response.content_length = len(first) + read.size_bytes
         await response.prepare(request)
+        if first:
+            await response.write(first)
         transport = request.transport
         try:
             assert transport is not None
@@ -170,7 +210,7 @@ async def _send_files(request: web.Request, broker: Broker, journal: Journal,
             if transport is not None:
                 transport.abort()
             return response
-        METRICS.read_bytes.labels(journal.spec.name).inc(read.size_bytes)
+        METRICS.read_bytes.labels(journal.spec.name).inc(read.size_bytes if content_bytes is None else content_bytes)
     await response.write_eof()
     return response
 

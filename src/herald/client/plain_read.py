@@ -6,10 +6,13 @@ slices each HTTP chunk's data out again (two copies more than the kernel's, and
 h11 events and generators per read). A 256 MiB SNAPPY read cost the client
 0.49-0.65 ms of CPU per MiB that way. Here each chunk of the body is received
 straight into a ``bytes`` of its exact size (`BufferedReader.read`, which
-``recv_into``s it): the kernel's copy is the only one.
+``recv_into``s it): the kernel's copy is the only one. A non-blocking read held
+whole in persisted SNAPPY fragments comes as their stored chunks, decoded here
+(`SNAPPY_FRAMED`, `herald.broker.encoded_read`).
 
 Behaviour kept from httpx: the same request line, ``Host`` and token; chunks are
-the caller's to keep (``bytes``, as typed; h11 gave ``bytearray``); the client's
+the caller's to keep (``bytes``; a fresh ``bytearray`` where this client decoded
+them, as offloaded reads give; h11 gave ``bytearray``); the client's
 timeout on connect and on each read (none on a blocking read's body); a body cut
 short is `httpx.RemoteProtocolError` and every other failure the httpx error it
 was (`herald.client.plain._as_httpx`), so retries see what they saw; `close`
@@ -30,6 +33,7 @@ from collections.abc import Iterator
 from typing import cast
 
 from herald.client._protocol import Request
+from herald.client.framed_read import decoded_content
 from herald.client.plain import PlainEndpoint, _as_httpx, _Headers, closed_while_idle
 
 __all__ = ["PlainReads", "StreamedResponse", "proxied"]
@@ -46,6 +50,10 @@ _BUFFER_BYTES = 8192
 """The socket file's own buffer: the head and chunk lines pass through it, and of
 each piece of body only the last partial block (the rest is received in place)."""
 _PROXY_NAMES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
+SNAPPY_FRAMED = "x-snappy-framed"
+"""The stored framing a broker may answer a non-blocking read of persisted SNAPPY
+fragments in (`herald.broker.encoded_read`): a third of the bytes on the socket,
+decoded here, every chunk's CRC-32C checked."""
 
 
 def proxied() -> bool:
@@ -65,7 +73,7 @@ class PlainReads(PlainEndpoint):
     def stream(self, req: Request, block: bool) -> StreamedResponse:
         """Send ``req`` and read its status line and headers; the body is the
         returned response's to read."""
-        head = self.request_head(req, "Accept: */*")
+        head = self.request_head(req, f"Accept: */*\r\nAccept-Encoding: {SNAPPY_FRAMED}")
         sock = None
         try:
             sock = self._connection()
@@ -119,16 +127,14 @@ class StreamedResponse:
         self._keep_alive = "close" not in self.headers.get("Connection", "").lower()
 
     def iter_raw(self) -> Iterator[bytes]:
-        """The body's bytes, piece by piece; raises httpx's errors."""
+        """The body's bytes (decoded, if the broker sent them `SNAPPY_FRAMED`),
+        piece by piece; raises httpx's errors."""
         try:
-            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-                yield from self._chunked()
-            elif "Content-Length" in self.headers:
-                yield from self._pieces(int(self.headers["Content-Length"]))
+            if self.headers.get("Content-Encoding", "").lower() == SNAPPY_FRAMED:
+                yield from self._decoded(self._body())
             else:
-                self._keep_alive = False
-                yield from self._pieces(None)
-        except (OSError, http.client.HTTPException, ValueError) as err:
+                yield from self._body()
+        except (OSError, http.client.HTTPException, ValueError) as err:  # CodecError is a ValueError
             self.close()
             raise _as_httpx(err) from err
         self._finished = True
@@ -136,6 +142,26 @@ class StreamedResponse:
 
     def read(self) -> bytes:
         return b"".join(self.iter_raw())
+
+    def _body(self) -> Iterator[bytes]:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            yield from self._chunked()
+        elif "Content-Length" in self.headers:
+            yield from self._pieces(int(self.headers["Content-Length"]))
+        else:
+            self._keep_alive = False
+            yield from self._pieces(None)
+
+    def _decoded(self, pieces: Iterator[bytes]) -> Iterator[bytes]:
+        """The read's content from a `SNAPPY_FRAMED` body: what decodes between the
+        read's offset (Content-Range) and ``X-Encoded-End``, the body's decoded bytes
+        starting at ``X-Encoded-Begin`` (`herald.client.framed_read`). A body the
+        broker ended short of ``X-Encoded-End`` ends the read there, as a decoded
+        one would; one that ends inside a chunk, or a chunk whose CRC fails, is a
+        `CodecError`."""
+        begin, hi = int(self.headers["X-Encoded-Begin"]), int(self.headers["X-Encoded-End"])
+        lo = int(self.headers["Content-Range"].split()[1].split("-", 1)[0])
+        yield from decoded_content(pieces, begin, lo, hi)  # type: ignore[misc]  # bytes-like
 
     def _chunked(self) -> Iterator[bytes]:
         fp = self._fp

@@ -18,7 +18,7 @@ import crc32c
 
 from herald.fragment.coder import CodecError
 
-__all__ = ["SNAPPY_IDENTIFIER", "SnappyCompressor", "SnappyDecompressor", "complete_chunks",
+__all__ = ["SNAPPY_IDENTIFIER", "SnappyCompressor", "SnappyDecompressor", "chunk_extent", "complete_chunks",
            "decode_chunks_into"]
 
 SNAPPY_IDENTIFIER = b"\xff\x06\x00\x00sNaPpY"
@@ -93,28 +93,54 @@ def _put_chunk(piece: memoryview, out: bytearray, into: memoryview, pos: int) ->
 class SnappyDecompressor:
     """Cuts the framed stream at chunk boundaries (a 1-byte type and 3-byte length
     head every chunk; each holds at most 64 KiB uncompressed) and decodes the
-    complete chunks straight into one bytearray of the exact uncompressed size
-    (summed from each chunk's length varint): one copy of the output, none of the
-    input beyond buffering it."""
+    complete chunks of each piece straight from it into one bytearray of the exact
+    uncompressed size (summed from each chunk's length varint). Only a chunk split
+    between two pieces is copied, into a small carry: the output is the one copy.
+    Buffering every piece whole (``+=``, then ``del`` of the decoded part) cost two
+    copies of the input per piece."""
 
     def __init__(self) -> None:
-        self._buf = bytearray()
+        self._carry = bytearray()  # the start of a chunk the last piece cut
         self._seen_identifier = False
 
     def update(self, chunk: bytes) -> bytes:
-        self._buf += chunk
-        end, size, self._seen_identifier = complete_chunks(self._buf, 0, self._seen_identifier)
-        if end == 0:
-            return b""
-        out = bytearray(size)
-        with memoryview(self._buf) as view, memoryview(out) as into:
-            decode_chunks_into(view[:end], into)
-        del self._buf[:end]
+        with memoryview(chunk) as whole, whole.cast("B") as view:
+            pos = self._fill_carry(view)
+            carried = self._carry if self._carry_is_whole() else None
+            carry_size = 0
+            if carried is not None:
+                _, carry_size, self._seen_identifier = complete_chunks(carried, 0, self._seen_identifier)
+            end, size, self._seen_identifier = complete_chunks(view, pos, self._seen_identifier)
+            out = bytearray(carry_size + size)
+            with memoryview(out) as into:
+                if carried is not None:
+                    with memoryview(carried) as data:
+                        decode_chunks_into(data, into[:carry_size])
+                    self._carry = bytearray()
+                decode_chunks_into(view[pos:end], into[carry_size:])
+            if end < len(view):
+                self._carry += view[end:]
         return out  # type: ignore[return-value]  # bytes-like, and the caller's to keep
 
+    def _fill_carry(self, view: memoryview) -> int:
+        """Complete the carried chunk from the start of ``view`` (its head first, then
+        its body); how many bytes of ``view`` that took."""
+        pos = 0
+        while self._carry and not self._carry_is_whole() and pos < len(view):
+            carry = self._carry
+            need = 4 - len(carry) if len(carry) < 4 else 4 + int.from_bytes(carry[1:4], "little") - len(carry)
+            take = min(need, len(view) - pos)
+            carry += view[pos:pos + take]
+            pos += take
+        return pos
+
+    def _carry_is_whole(self) -> bool:
+        carry = self._carry
+        return len(carry) >= 4 and len(carry) == 4 + int.from_bytes(carry[1:4], "little")
+
     def finish(self) -> bytes:
-        if self._buf:
-            raise CodecError(f"SNAPPY: input ended inside a chunk ({len(self._buf)} bytes left)")
+        if self._carry:
+            raise CodecError(f"SNAPPY: input ended inside a chunk ({len(self._carry)} bytes left)")
         return b""
 
 
@@ -171,7 +197,7 @@ def _masked(crc: int) -> int:
     return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
 
 
-def complete_chunks(buf: bytearray, pos: int, seen_identifier: bool) -> tuple[int, int, bool]:
+def complete_chunks(buf: bytearray | memoryview, pos: int, seen_identifier: bool) -> tuple[int, int, bool]:
     """Scan ``buf`` from ``pos`` over whole chunks: where the complete chunks end,
     their uncompressed size, and whether the stream identifier has been seen
     (the first chunk of a stream must be one). Raises `CodecError` otherwise."""
@@ -191,7 +217,18 @@ def complete_chunks(buf: bytearray, pos: int, seen_identifier: bool) -> tuple[in
     return pos, size, seen_identifier
 
 
-def _varint(buf: bytearray, pos: int) -> int:
+def chunk_extent(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, int]:
+    """Of the chunk whose head is at ``pos`` in ``buf`` (which holds at least its
+    4-byte head and, for a compressed chunk, the 9 bytes after it): its length with
+    the head, and its content's size (0 for identifier and skippable chunks). Lets
+    a reader walk a stored file's chunks by their heads alone."""
+    kind, length = buf[pos], int.from_bytes(buf[pos + 1:pos + 4], "little")
+    if kind == _COMPRESSED:
+        return 4 + length, _varint(buf, pos + 8)
+    return 4 + length, length - 4 if kind == _UNCOMPRESSED else 0
+
+
+def _varint(buf: bytes | bytearray | memoryview, pos: int) -> int:
     """The little-endian base-128 varint at ``pos`` (a raw snappy block's length)."""
     value = shift = 0
     for byte in buf[pos:pos + 5]:
