@@ -82,7 +82,7 @@ def test_a_line_that_is_not_json_stops_the_summer_naming_its_offset(spark, broke
 def test_a_batch_run_after_an_idle_trigger_is_reported(spark, broker, tmp_path):
     """The summer's first trigger finds no chunk; Spark reports it under the id of
     the batch not yet run, which the batch folding the chunk then reports too. Its
-    line must still come (the crash test waits for it: CI of session 8)."""
+    line must still come (the crash tests wait for such lines)."""
     create_journals(broker.url, chunk_partitions=1)
     lines: list[str] = []
     with BrokerClient(broker.url, timeout_s=30) as client:

@@ -6,8 +6,8 @@ that found no new data (at most every ``spark.sql.streaming.noDataProgressEventI
 of the batch *not yet run*: the batch that later runs with data reports the same
 id. A run loop that counted batches by id alone took the idle report for the
 batch, and never reported the batch itself: a summer whose first trigger came
-before its first chunk printed no line for it, and a crash test waiting for that
-line waited out its deadline (CI, session 8). An idle report is told apart by what
+before its first chunk printed no line for it (a crash test waits for that line),
+and the dedupe's totals missed the batch's rows. An idle report is told apart by what
 it lacks: a batch that ran timed its ``addBatch`` (the sink's step); a trigger
 that found nothing timed only ``latestOffset``.
 
