@@ -171,7 +171,7 @@ def test_apply_checks_the_new_labels_and_delete_checks_the_name(secured):
     ("Bearer " + sign(Capability.LIST, key=OTHER_KEY), "invalid token"),
     ("Bearer " + sign(Capability.LIST, ttl_s=-60), "expired"),
     ("Bearer " + sign(Capability.LIST)[:-4] + "AAAA", "invalid token"),
-])
+], ids=["none", "basic", "bearer-alone", "not-a-jwt", "other-key", "expired", "bad-signature"])  # tokens hold times: ids stay the same for pytest-xdist's workers
 def test_missing_malformed_forged_and_expired_tokens_are_401(secured, header, message):
     headers = {"Authorization": header} if header else {}
     resp = httpx.post(f"{secured.url}/v1/journals/list", json={}, headers=headers, timeout=10)
@@ -186,7 +186,8 @@ def test_any_key_verifies_so_keys_rotate(secured):
     assert resp.status_code == 200 and len(resp.json()["journals"]) == len(JOURNALS)
 
 
-@pytest.mark.parametrize("header", [None, "Bearer not-a-jwt", "Bearer " + sign(Capability.LIST, key=OTHER_KEY)])
+@pytest.mark.parametrize("header", [None, "Bearer not-a-jwt", "Bearer " + sign(Capability.LIST, key=OTHER_KEY)],
+                         ids=["none", "not-a-jwt", "other-key"])
 def test_metrics_and_the_api_contract_stay_open_under_auth(secured, header):
     headers = {"Authorization": header} if header else {}
     metrics = httpx.get(f"{secured.url}/debug/metrics", headers=headers, timeout=10)

@@ -36,7 +36,19 @@ BATCH_DEADLINE_S = 300.0
 
 def _summer(broker: str, checkpoint: Path, log_path: Path) -> DriverProcess:
     return DriverProcess("herald.examples.stream_sum.cli", ["summer", "--broker", broker, "--checkpoint",
-                                                            str(checkpoint), "--trigger", "0.5s"], log_path)
+                                                            str(checkpoint), "--trigger", "0.5s"], log_path,
+                         checkpoint=checkpoint)
+
+
+def _wait_for_batch(summer: DriverProcess, lines: list[str], brokers: list[BrokerProcess]) -> None:
+    """The summer's next batch line; a timeout also says what the chunkers and the
+    brokers last said (the summer's own state is in the driver's message)."""
+    try:
+        summer.wait_for_batch_line(BATCH_DEADLINE_S)
+    except AssertionError as err:
+        said = "\n".join(f"{b.url}: {line.rstrip()}" for b in brokers for line in b.stderr_lines[-15:])
+        raise AssertionError(f"{err}\n--- chunkers said\n" + "\n".join(lines[-20:]) +
+                             f"\n--- brokers said\n{said}") from None
 
 
 def _evidence(client: BrokerClient, file_ids: set[str]) -> str:
@@ -77,14 +89,14 @@ def test_kill_9_of_summer_broker_and_etcd_loses_and_repeats_no_sum(tmp_path):
                 client, 2, settings, SUM_TIMEOUT_S, report=lines.append, verifier_ready=verifiers.append,
                 stop=stop)))
             chunkers.start()
-            summers[-1].wait_for_batch_line(BATCH_DEADLINE_S)  # the warm-up file's
+            _wait_for_batch(summers[-1], lines, brokers)  # the warm-up file's
             survived = 0
             for i, victim in enumerate(KILLS):
                 time.sleep(rnd.uniform(1.0, 4.0))  # wait-ok: the random point of the crash.
                 if victim == "driver":
                     summers[-1].kill()
                     summers.append(_summer(entry.url, tmp_path / "ckpt", tmp_path / "summer.log"))
-                    summers[-1].wait_for_batch_line(BATCH_DEADLINE_S)
+                    _wait_for_batch(summers[-1], lines, brokers)
                 elif victim == "broker":
                     brokers[1 + i % 2].restart()
                 else:

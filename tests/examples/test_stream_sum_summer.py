@@ -5,6 +5,8 @@ journal offset; a line that is not JSON stops the job, naming its offset."""
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import pytest
 
@@ -15,7 +17,9 @@ from herald.examples.stream_sum.digest import file_digest
 from herald.examples.stream_sum.journals import create_journals
 from herald.examples.stream_sum.messages import Reject, Sum, chunk_body, parse_output
 from herald.examples.stream_sum.summer import SummerSettings, run_summer
+from herald.pipelines.progress import as_dict, ran
 from herald.protocol.errors import HeraldError
+from herald.testing import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 SUMS = "stream-sum/sums/part-000"
@@ -73,3 +77,25 @@ def test_a_line_that_is_not_json_stops_the_summer_naming_its_offset(spark, broke
         with pytest.raises(HeraldError, match=f"not a chunk: offset {offset}: journal stream-sum/chunks/part-000"):
             run_summer(spark, settings, report=None, stop=lambda: False)
         assert _outputs(client) == []  # nothing of the failed batch was committed
+
+
+def test_a_batch_run_after_an_idle_trigger_is_reported(spark, broker, tmp_path):
+    """The summer's first trigger finds no chunk; Spark reports it under the id of
+    the batch not yet run, which the batch folding the chunk then reports too. Its
+    line must still come (the crash tests wait for such lines)."""
+    create_journals(broker.url, chunk_partitions=1)
+    lines: list[str] = []
+    with BrokerClient(broker.url, timeout_s=30) as client:
+        def publish_after_an_idle_trigger() -> None:
+            wait_until(lambda: any(not ran(as_dict(p)) for q in spark.streams.active for p in q.recentProgress),
+                       "a trigger that found no chunk", 120)
+            _publish(client, {"late": [b"chunk"]})
+
+        publisher = threading.Thread(target=publish_after_an_idle_trigger)
+        publisher.start()
+        end = time.monotonic() + 120  # a deadline against a hang: the line comes within a poll of the batch
+        settings = SummerSettings(broker=broker.url, checkpoint=str(tmp_path / "ckpt"), trigger_s=0.2)
+        run_summer(spark, settings, report=lines.append,
+                   stop=lambda: (bool(lines) and len(_outputs(client)) == 1) or time.monotonic() > end)
+        publisher.join()
+    assert sum(int(line.split("chunks in ")[1].split(",")[0]) for line in lines) == 2, lines  # the file's chunk and end

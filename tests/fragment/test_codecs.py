@@ -43,7 +43,8 @@ def _stream_decompress(data: bytes, codec: CompressionCodec, sizes: list[int]) -
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@pytest.mark.parametrize("data", [b"", b"x", b"hello journal\n" * 10_000, os.urandom(200_000)])
+@pytest.mark.parametrize("data", [b"", b"x", b"hello journal\n" * 10_000, os.urandom(200_000)],
+                         ids=["empty", "one-byte", "text", "random"])  # ids the same in every pytest-xdist worker
 def test_whole_buffer_round_trip(codec: CompressionCodec, data: bytes) -> None:
     assert decompress(compress(data, codec), codec) == data
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from herald.pipelines.dedupe_control import Boost
+from herald.pipelines.progress import ran
 
 __all__ = ["DedupeMonitor", "DedupeSummary", "format_window"]
 
@@ -97,9 +98,11 @@ class DedupeMonitor:
     # -- folding ----------------------------------------------------------------------------
 
     def observe(self, p: dict) -> str | None:
-        """Fold one batch's progress; returns its report line (None if seen)."""
+        """Fold one batch's progress; returns its report line (None if seen, or if
+        ``p`` reports a trigger that found no data: it carries the id of the batch
+        that will run next, whose own report must still count, `herald.pipelines.progress`)."""
         batch = int(p.get("batchId", -1))
-        if batch in self.seen:
+        if batch in self.seen or not ran(p):
             return None
         self.seen.add(batch)
         ops = p.get("stateOperators") or [{}]

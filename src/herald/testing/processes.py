@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+from herald.testing.diagnose import explain_group
 from herald.testing.waiting import wait_until
 
 __all__ = ["DriverProcess", "group_running", "kill_group"]
@@ -52,11 +53,14 @@ class DriverProcess:
     Its stdout is drained by a thread into ``log_path`` (stderr goes there directly)
     and into a queue, so a crash test can block on the driver's next ``batch …``
     line rather than sleep. Every failure message carries the log's tail: a driver
-    that died in a CI run leaves nothing else behind.
+    that died in a CI run leaves nothing else behind; a deadline that passes also
+    says what the driver was doing (`herald.testing.diagnose`: its Python stacks,
+    its JVM's query threads, the batches below ``checkpoint`` planned and committed).
     """
 
-    def __init__(self, module: str, args: list[str], log_path: Path) -> None:
+    def __init__(self, module: str, args: list[str], log_path: Path, checkpoint: Path | None = None) -> None:
         self.log_path = log_path
+        self.checkpoint = checkpoint
         self._log = open(log_path, "ab")  # noqa: SIM115 — open as long as the driver runs.
         self.proc = subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE,
                                      stderr=self._log, start_new_session=True,
@@ -89,7 +93,14 @@ class DriverProcess:
             if line == "":
                 raise AssertionError(f"driver exited ({self.proc.wait()}) before a {prefix!r} line:\n"
                                      f"{self.log_tail()}")
-        raise AssertionError(f"no {prefix!r} line from the driver in {deadline_s}s:\n{self.log_tail()}")
+        raise AssertionError(f"no {prefix!r} line from the driver in {deadline_s}s:\n{self.log_tail()}\n"
+                             f"what the driver is doing:\n{self.explain()}")
+
+    def explain(self) -> str:
+        """Where the driver is (a hang's diagnosis, `herald.testing.diagnose.explain_group`)."""
+        if not self.is_running():
+            return f"(it exited {self.proc.returncode})"
+        return explain_group(self.proc.pid, self.checkpoint)
 
     def wait_for_batch_line(self, deadline_s: float) -> str:
         """The next ``batch …`` progress line: the driver is up and processing."""

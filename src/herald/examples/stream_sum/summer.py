@@ -172,15 +172,15 @@ def run_summer(spark: Any, s: SummerSettings, report: Callable[[str], None] | No
 
 def _run_query(spark: Any, s: SummerSettings, report: Callable[[str], None] | None,
                stop: Callable[[], bool] | None) -> int:
+    from herald.pipelines.progress import new_batches
+
     query = start_summer(spark, s)
-    seen, batches = -1, 0
+    seen: set[int] = set()  # batches that ran (a trigger that found no data is none: herald.pipelines.progress)
     try:
         while not query.awaitTermination(PROGRESS_POLL_S):
-            for progress in query.recentProgress:
-                if progress.batchId > seen:
-                    seen, batches = progress.batchId, batches + 1
-                    if report is not None and progress.numInputRows:
-                        report(_progress_line(progress))
+            for doc in new_batches(query, seen):
+                if report is not None and doc.get("numInputRows"):
+                    report(_progress_line(doc))
             if stop is not None and stop():
                 break
     except KeyboardInterrupt:
@@ -188,7 +188,7 @@ def _run_query(spark: Any, s: SummerSettings, report: Callable[[str], None] | No
     finally:
         if query.isActive:
             query.stop()
-    return batches
+    return len(seen)
 
 
 MAX_RESTARTS = 20
@@ -207,7 +207,7 @@ def _as_herald_error(exc: Exception) -> Exception:
                                                     f"{found.group(1)}")
 
 
-def _progress_line(progress: Any) -> str:
-    out = progress.sink.numOutputRows if progress.sink is not None else 0
-    took_ms = (progress.durationMs or {}).get("triggerExecution", 0)
-    return f"batch {progress.batchId}: chunks in {progress.numInputRows}, sums out {out}, {took_ms} ms"
+def _progress_line(doc: dict[str, Any]) -> str:
+    out = (doc.get("sink") or {}).get("numOutputRows", 0)
+    took_ms = (doc.get("durationMs") or {}).get("triggerExecution", 0)
+    return f"batch {doc['batchId']}: chunks in {doc['numInputRows']}, sums out {out}, {took_ms} ms"

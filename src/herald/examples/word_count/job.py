@@ -170,14 +170,14 @@ def run_word_count(spark: Any, s: WordCountSettings, report: Callable[[str], Non
 
 
 def _report_batches(query: Any, seen: set[int], report: Callable[[str], None] | None) -> None:
-    for progress in query.recentProgress:
-        doc = orjson.loads(progress.json) if hasattr(progress, "json") else dict(progress)
-        batch = int(doc.get("batchId", -1))
-        if batch in seen or batch < 0:
-            continue
-        seen.add(batch)
+    """A line for each batch that ran with input (an idle trigger's report is none:
+    `herald.pipelines.progress`)."""
+    from herald.pipelines.progress import new_batches
+
+    for doc in new_batches(query, seen):
         if report is not None and doc.get("numInputRows", 0):
-            report(f"batch {batch}: {doc['numInputRows']} documents, {_updates(doc)} bigram counts published")
+            report(f"batch {doc['batchId']}: {doc['numInputRows']} documents, {_updates(doc)} bigram counts "
+                   f"published")
 
 
 def _updates(doc: dict[str, Any]) -> int:
