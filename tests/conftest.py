@@ -1,6 +1,6 @@
 """Shared test set-up: Herald's own pytest plugin provides the real-process fixtures.
 
-Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``), every test that
+Under pytest-xdist (``pytest -n 2 --dist loadgroup``; ``make test`` runs serially), every test that
 starts Spark (marked ``spark``, or using the ``spark`` / ``spark_cluster``
 fixtures) joins one group, so they run one after another on one worker, as they
 did serially, while the other worker runs the rest. Two Spark jobs at once on a

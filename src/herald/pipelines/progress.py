@@ -11,8 +11,8 @@ and the dedupe's totals missed the batch's rows. An idle report is told apart by
 it lacks: a batch that ran timed its ``addBatch`` (the sink's step); a trigger
 that found nothing timed only ``latestOffset``.
 
-    seen: set[int] = set()
-    for doc in new_batches(query, seen):   # oldest first, each batch once
+    batches = Batches()
+    for doc in batches.new(query):   # oldest first, each batch once
         print(doc["batchId"], doc["numInputRows"])
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["as_dict", "new_batches", "ran"]
+__all__ = ["Batches", "as_dict", "ran"]
 
 
 def as_dict(progress: Any) -> dict[str, Any]:
@@ -39,14 +39,26 @@ def ran(doc: dict[str, Any]) -> bool:
     return "addBatch" in (doc.get("durationMs") or {})
 
 
-def new_batches(query: Any, seen: set[int]) -> list[dict[str, Any]]:
-    """The progress of each batch of ``query`` that ran and whose id is not in
-    ``seen`` (which this updates), oldest first. Reads ``query.recentProgress``:
-    call it more often than Spark's buffer of recent reports fills (100 batches)."""
-    found = []
-    for doc in map(as_dict, query.recentProgress):
-        batch = int(doc.get("batchId", -1))
-        if batch >= 0 and batch not in seen and ran(doc):
-            seen.add(batch)
-            found.append(doc)
-    return found
+class Batches:
+    """The micro-batches of one query seen so far: the id of the last that ran and
+    how many did. Batch ids only grow, so a high-water mark tells a new batch from
+    one already reported (a set of every id would grow for as long as the query runs)."""
+
+    __slots__ = ("count", "last")
+
+    def __init__(self) -> None:
+        self.last = -1
+        self.count = 0
+
+    def new(self, query: Any) -> list[dict[str, Any]]:
+        """The progress of each batch of ``query`` that ran since the last call,
+        oldest first. Reads ``query.recentProgress``: call it more often than
+        Spark's buffer of recent reports fills (100 batches)."""
+        found = []
+        for doc in map(as_dict, query.recentProgress):
+            batch = int(doc.get("batchId", -1))
+            if batch > self.last and ran(doc):
+                self.last = batch
+                self.count += 1
+                found.append(doc)
+        return found

@@ -172,13 +172,13 @@ def run_summer(spark: Any, s: SummerSettings, report: Callable[[str], None] | No
 
 def _run_query(spark: Any, s: SummerSettings, report: Callable[[str], None] | None,
                stop: Callable[[], bool] | None) -> int:
-    from herald.pipelines.progress import new_batches
+    from herald.pipelines.progress import Batches
 
     query = start_summer(spark, s)
-    seen: set[int] = set()  # batches that ran (a trigger that found no data is none: herald.pipelines.progress)
+    batches = Batches()  # those that ran (a trigger that found no data is none: herald.pipelines.progress)
     try:
         while not query.awaitTermination(PROGRESS_POLL_S):
-            for doc in new_batches(query, seen):
+            for doc in batches.new(query):
                 if report is not None and doc.get("numInputRows"):
                     report(_progress_line(doc))
             if stop is not None and stop():
@@ -188,7 +188,7 @@ def _run_query(spark: Any, s: SummerSettings, report: Callable[[str], None] | No
     finally:
         if query.isActive:
             query.stop()
-    return len(seen)
+    return batches.count
 
 
 MAX_RESTARTS = 20

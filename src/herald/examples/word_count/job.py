@@ -42,6 +42,7 @@ import pyarrow as pa
 
 from herald.examples.word_count.journals import COUNTS_SELECTOR, DOCS_SELECTOR
 from herald.examples.word_count.tokens import bigrams
+from herald.pipelines.progress import Batches
 from herald.pipelines.streaming import validate_trigger
 from herald.protocol.errors import HeraldError, Status, ValidationError
 
@@ -151,11 +152,11 @@ def run_word_count(spark: Any, s: WordCountSettings, report: Callable[[str], Non
     """Run until an available-now run is done (or ``stop()``, or Ctrl-C), reporting a
     line per micro-batch; returns the number of batches seen. Raises the query's error."""
     query = start_word_count(spark, s)
-    seen: set[int] = set()
+    batches = Batches()
     try:
         while True:
             finished = query.awaitTermination(PROGRESS_POLL_S)
-            _report_batches(query, seen, report)
+            _report_batches(query, batches, report)
             if finished or (stop is not None and stop()):
                 break
     except KeyboardInterrupt:
@@ -163,18 +164,16 @@ def run_word_count(spark: Any, s: WordCountSettings, report: Callable[[str], Non
     finally:
         if query.isActive:
             query.stop()
-    _report_batches(query, seen, report)
+    _report_batches(query, batches, report)
     if query.exception() is not None:
         raise query.exception()
-    return len(seen)
+    return batches.count
 
 
-def _report_batches(query: Any, seen: set[int], report: Callable[[str], None] | None) -> None:
+def _report_batches(query: Any, batches: Batches, report: Callable[[str], None] | None) -> None:
     """A line for each batch that ran with input (an idle trigger's report is none:
     `herald.pipelines.progress`)."""
-    from herald.pipelines.progress import new_batches
-
-    for doc in new_batches(query, seen):
+    for doc in batches.new(query):
         if report is not None and doc.get("numInputRows", 0):
             report(f"batch {doc['batchId']}: {doc['numInputRows']} documents, {_updates(doc)} bigram counts "
                    f"published")
