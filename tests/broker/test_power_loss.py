@@ -11,9 +11,7 @@ spools' bytes recovered from the broker's commit log, the one file a round syncs
 from __future__ import annotations
 
 import collections
-import os
 import random
-import signal
 import threading
 from dataclasses import dataclass
 
@@ -21,6 +19,7 @@ import httpx
 import pytest
 
 from herald.testing import BrokerProcess, apply_specs, journal_spec
+from tests.broker.power_cycles import cut_under
 
 pytestmark = pytest.mark.slow
 
@@ -109,13 +108,9 @@ def test_acknowledged_appends_survive_kill_9_and_power_cuts(powercut):
             writers = Writers(broker.url, cycle, until_acks=rng.randint(150, 400)).start()
             assert writers.enough.wait(60), f"cycle {cycle}: appends stalled {writers.refused_before_cut}"
             # The power goes: the disk forgets what was never fsynced, then the broker
-            # is gone (kill -9). Even cycles: the broker stops wherever it is first
-            # (mid-append, mid-persist…). Odd ones: the cut lands during a write.
+            # is gone (kill -9).
             writers.cutting.set()
-            if cycle % 2 == 0:
-                os.killpg(broker.proc.pid, signal.SIGSTOP)
-            report = powercut.cut(mid_write=cycle % 2 == 1)
-            broker.kill()
+            report = cut_under(broker, powercut, cycle)
             writers.join()
             assert not writers.refused_before_cut
             acks += writers.acks

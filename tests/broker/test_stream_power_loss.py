@@ -11,14 +11,13 @@ last one but bodies that were under way (never acknowledged) [I-APPEND-2].
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 
 import httpx
 import pytest
 
 from herald.testing import BrokerProcess, apply_specs, journal_spec
+from tests.broker.power_cycles import cut_under
 from tests.broker.test_append_stream import body, content, streamed
 
 pytestmark = pytest.mark.slow
@@ -77,12 +76,9 @@ def test_acknowledged_streamed_appends_survive_power_cuts(powercut):
             assert writer.enough.wait(120), f"cycle {cycle}: appends stalled {writer.refused}"
             assert streamed(broker, "committed") > 0, "no body was streamed: this proved nothing"
             writer.cutting.set()
-            # Even cycles: the broker stops wherever it is first. Odd ones: the cut
-            # lands during its next write (a body's piece, a line written ahead…).
-            if cycle % 2 == 0:
-                os.killpg(broker.proc.pid, signal.SIGSTOP)
-            report = powercut.cut(mid_write=cycle % 2 == 1)
-            broker.kill()
+            # Odd cycles: the cut lands during its next write (a body's piece, a line
+            # written ahead…).
+            report = cut_under(broker, powercut, cycle)
             writer.join()
             assert not writer.refused
             acks += writer.acks
