@@ -7,16 +7,29 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+from typing import Protocol
 
 from herald.testing import BrokerProcess
 from herald.testing.powercut import CutReport, PowerCut
 
 
-def cut_under(broker: BrokerProcess, powercut: PowerCut, cycle: int) -> CutReport:
-    """Cut ``powercut``'s power under ``broker`` the way ``cycle`` calls for, and
-    kill the broker; what the cut dropped."""
+class Writers(Protocol):
+    """A test's appending threads: told that the cut comes (their refusals from then
+    on are expected), and joined once the broker is gone."""
+
+    cutting: threading.Event
+
+    def join(self) -> None: ...
+
+
+def cut_under(broker: BrokerProcess, powercut: PowerCut, cycle: int, writers: Writers) -> CutReport:
+    """Cut ``powercut``'s power under ``broker`` while ``writers`` append, the way
+    ``cycle`` calls for, kill the broker and join the writers; what the cut dropped."""
+    writers.cutting.set()
     if cycle % 2 == 0:
         os.killpg(broker.proc.pid, signal.SIGSTOP)
     report = powercut.cut(mid_write=cycle % 2 == 1)
     broker.kill()
+    writers.join()
     return report

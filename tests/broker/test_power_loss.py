@@ -109,9 +109,7 @@ def test_acknowledged_appends_survive_kill_9_and_power_cuts(powercut):
             assert writers.enough.wait(60), f"cycle {cycle}: appends stalled {writers.refused_before_cut}"
             # The power goes: the disk forgets what was never fsynced, then the broker
             # is gone (kill -9).
-            writers.cutting.set()
-            report = cut_under(broker, powercut, cycle)
-            writers.join()
+            report = cut_under(broker, powercut, cycle, writers)
             assert not writers.refused_before_cut
             acks += writers.acks
             print(f"cycle {cycle}: acks={len(writers.acks)} dropped {report}")

@@ -75,11 +75,9 @@ def test_acknowledged_streamed_appends_survive_power_cuts(powercut):
             writer = StreamingWriter(broker.url, cycle)
             assert writer.enough.wait(120), f"cycle {cycle}: appends stalled {writer.refused}"
             assert streamed(broker, "committed") > 0, "no body was streamed: this proved nothing"
-            writer.cutting.set()
             # Odd cycles: the cut lands during its next write (a body's piece, a line
             # written ahead…).
-            report = cut_under(broker, powercut, cycle)
-            writer.join()
+            report = cut_under(broker, powercut, cycle, writer)
             assert not writer.refused
             acks += writer.acks
             print(f"cycle {cycle}: acks={len(writer.acks)} dropped {report}")
