@@ -33,7 +33,6 @@ from collections.abc import Iterator
 from typing import cast
 
 from herald.client._protocol import Request
-from herald.client.framed_read import decoded_content
 from herald.client.plain import PlainEndpoint, _as_httpx, _Headers, closed_while_idle
 
 __all__ = ["PlainReads", "StreamedResponse", "proxied"]
@@ -158,7 +157,10 @@ class StreamedResponse:
         starting at ``X-Encoded-Begin`` (`herald.client.framed_read`). A body the
         broker ended short of ``X-Encoded-End`` ends the read there, as a decoded
         one would; one that ends inside a chunk, or a chunk whose CRC fails, is a
-        `CodecError`."""
+        `CodecError`. (Imported here: the decoder loads the fragment package, which a
+        client that never gets such a body, as a Spark process, does without.)"""
+        from herald.client.framed_read import decoded_content
+
         begin, hi = int(self.headers["X-Encoded-Begin"]), int(self.headers["X-Encoded-End"])
         lo = int(self.headers["Content-Range"].split()[1].split("-", 1)[0])
         yield from decoded_content(pieces, begin, lo, hi)  # type: ignore[misc]  # bytes-like
