@@ -45,7 +45,6 @@ import pyarrow as pa
 
 from herald.message import AckIntent
 from herald.protocol.errors import ValidationError
-from herald.spark.arrays import binaries
 from herald.spark.options import HeraldOptions
 from herald.spark.sink import SinkCommit, commit_batch
 from herald.spark.sink_tasks import publish_rows
@@ -108,7 +107,7 @@ def _publish_partition(opts: HeraldOptions, batches: Iterator[pa.RecordBatch]) -
     done = publish_rows(opts, batches, seed)
     doc = {"rows": done.rows, "producer": done.producer,
            "intents": [[journal, base64.b64encode(data).decode()] for journal, data in done.intents]}
-    yield pa.RecordBatch.from_arrays([binaries([orjson.dumps(doc)])], schema=COMMIT_SCHEMA)
+    yield pa.RecordBatch.from_arrays([pa.array([orjson.dumps(doc)], pa.binary())], schema=COMMIT_SCHEMA)
 
 
 def _commit_of(row: Any) -> SinkCommit:

@@ -33,7 +33,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from herald.spark.arrays import binary_scalar, strings
 from herald.spark.options import parse_json_fields
 from herald.spark.projection import COLUMN_PREFIX, DEDUPE_KEY
 
@@ -93,7 +92,7 @@ def position_keys(keys: pa.Array, journals: pa.Array, begins: pa.Array) -> pa.Ar
     casts a long to a string); ``keys`` itself when none is null (the common case)."""
     if not keys.null_count:
         return keys
-    positions = pc.binary_join_element_wise(journals, pc.cast(begins, pa.string()), binary_scalar(b":", pa.string()))
+    positions = pc.binary_join_element_wise(journals, pc.cast(begins, pa.string()), ":")
     return pc.coalesce(keys, positions)
 
 
@@ -111,13 +110,13 @@ def _bulk_columns(values: pa.Array, fields: Sequence[str]) -> list[pa.Array] | N
     skipped as blank), and the parse must yield exactly one row per value."""
     n = len(values)
     if n == 0 or values.null_count:
-        return None if n else [strings([]) for _ in fields]
+        return None if n else [pa.array([], pa.string()) for _ in fields]
     _, offsets_buf, data_buf = values.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int32)[values.offset:values.offset + n + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     if bool((offsets[1:] <= offsets[:-1]).any()) or bool((data[offsets[:-1]] != _OPEN_BRACE).any()):
         return None
-    joined = pc.binary_join_element_wise(values, binary_scalar(b""), binary_scalar(b"\n"))  # each value + "\n": NDJSON
+    joined = pc.binary_join_element_wise(values, b"", b"\n")  # each value + "\n": NDJSON
     bounds = np.frombuffer(joined.buffers()[1], dtype=np.int32)[joined.offset:joined.offset + n + 1]
     body = joined.buffers()[2][int(bounds[0]):int(bounds[-1])]
     schema = pa.schema([(name, pa.string()) for name in fields])
@@ -141,7 +140,7 @@ def line_columns(values: Sequence[bytes | None], fields: Sequence[str]) -> list[
         doc = _document(value)
         for column, name in zip(out, fields, strict=True):
             column.append(field_text(doc.get(name)) if doc is not None else None)
-    return [strings(column) for column in out]
+    return [pa.array(column, pa.string()) for column in out]
 
 
 def _document(value: bytes | None) -> dict | None:

@@ -17,7 +17,6 @@ from collections.abc import Iterator, Mapping, Sequence
 import orjson
 import pyarrow as pa
 
-from herald.spark.arrays import strings
 from herald.spark.fields import fields_schema, parse_json_fields, with_dedupe_key, with_fields
 from herald.spark.projection import DEDUPE_KEY
 
@@ -52,7 +51,7 @@ def _keyed(batches: Iterator[pa.RecordBatch], key_field: str) -> Iterator[pa.Rec
         return
     for batch in batches:
         values = batch.column(batch.schema.get_field_index("value")).to_pylist()
-        keys = strings([None if v is None else key_of(v, key_field) for v in values])
+        keys = pa.array([None if v is None else key_of(v, key_field) for v in values], pa.string())
         schema = batch.schema.append(pa.field("key", pa.string()))
         yield pa.RecordBatch.from_arrays([*batch.columns, keys], schema=schema)
 

@@ -29,7 +29,6 @@ from herald.client import Publisher
 from herald.message.columnar import fnv1a32_many, uuid_text
 from herald.message.framing import NDJSONFraming
 from herald.message.mapping import fnv1a32
-from herald.spark.arrays import binary_scalar
 
 __all__ = ["publish_bulk"]
 
@@ -161,7 +160,8 @@ def ndjson_lines(prefix: bytes, uuids: np.ndarray, tails: pa.Array) -> memoryvie
     heads = _heads(prefix, uuids)
     offsets = np.arange(n + 1, dtype=np.int32) * np.int32(plen + 38)
     head_array = pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(heads)])
-    lines = pc.binary_join_element_wise(head_array, tails, binary_scalar(_NEWLINE), binary_scalar(_NOTHING))
+    lines = pc.binary_join_element_wise(head_array, tails, pa.scalar(_NEWLINE, pa.binary()),
+                                        pa.scalar(_NOTHING, pa.binary()))
     line_offsets, _ = _buffers(lines)
     return memoryview(lines.buffers()[2]).cast("B")[line_offsets[0]:line_offsets[-1]]  # Arrow's format is "b"
 

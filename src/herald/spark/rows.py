@@ -18,7 +18,6 @@ import pyarrow as pa
 
 from herald.message.columnar import Columns
 from herald.message.uuid import GREGORIAN_OFFSET_100NS
-from herald.spark.arrays import binaries, numbers, validity
 from herald.spark.blocks import NATIVE
 
 __all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "RowBuffer", "columns_batch", "select_rows", "subset_schema"]
@@ -50,7 +49,7 @@ def _fixed_strings(chars: np.ndarray, valid: np.ndarray) -> pa.Array:
     over ``chars``' own memory (made contiguous if it is not)."""
     n, width = chars.shape
     offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
-    mask = validity(valid)
+    mask = None if valid.all() else pa.array(valid).buffers()[1]
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(chars)), mask,
                                        null_count=int(n - valid.sum()))
 
@@ -106,9 +105,10 @@ def numpy_uuid_columns(packed: bytes | np.ndarray, valid: np.ndarray, text: np.n
     clock = (ts << 4) | ((seq >> 10) & 0xF)
     flags = (seq & 0x3FF).astype(np.int32)
     micros = ((ts.astype(np.int64) - GREGORIAN_OFFSET_100NS) // 10)
-    out["clock"] = numbers(clock.view(np.int64), pa.int64(), np.int64, valid)
-    out["flags"] = numbers(flags, pa.int32(), np.int32, valid)
-    out["timestamp"] = numbers(micros, _TIMESTAMP, np.int64, valid)
+    mask = None if valid.all() else ~valid
+    out["clock"] = pa.array(clock.view(np.int64), pa.int64(), mask=mask)
+    out["flags"] = pa.array(flags, pa.int32(), mask=mask)
+    out["timestamp"] = pa.array(micros, pa.timestamp("us", tz="UTC"), mask=mask)
     return out
 
 
@@ -121,7 +121,7 @@ def native_uuid_columns(packed: bytes | np.ndarray, valid: np.ndarray, names: li
                                                                GREGORIAN_OFFSET_100NS)
     n = len(valid)
     nulls = int(n - np.count_nonzero(valid))
-    bitmap = validity(valid) if nulls else None
+    validity = pa.array(valid).buffers()[1] if nulls else None
     built = {"uuid": (pa.string(), 36, text), "producer": (pa.string(), 12, producer), "clock": (pa.int64(), 0, clock),
              "flags": (pa.int32(), 0, flags), "timestamp": (_TIMESTAMP, 0, micros)}
     out: dict[str, pa.Array] = {}
@@ -129,7 +129,7 @@ def native_uuid_columns(packed: bytes | np.ndarray, valid: np.ndarray, names: li
         if name not in built:
             continue
         kind, width, data = built[name]
-        buffers = [bitmap, pa.py_buffer(data)]
+        buffers = [validity, pa.py_buffer(data)]
         if width:
             buffers.insert(1, pa.py_buffer(np.arange(0, (n + 1) * width, width, dtype=np.int32)))
         out[name] = pa.Array.from_buffers(kind, n, buffers, null_count=nulls)
@@ -180,9 +180,9 @@ class RowBuffer:
             return None
         begins, ends, uuids, values = self.begins, self.ends, self.uuids, self.values
         self.begins, self.ends, self.uuids, self.values = [], [], [], []
-        return _batch(self.schema, self.journal, n, lambda: numbers(begins, pa.int64(), np.int64),
-                      lambda: numbers(ends, pa.int64(), np.int64), lambda: _uuid_columns(uuids, self.schema),
-                      lambda: binaries(values))
+        return _batch(self.schema, self.journal, n, lambda: pa.array(begins, pa.int64()),
+                      lambda: pa.array(ends, pa.int64()), lambda: _uuid_columns(uuids, self.schema),
+                      lambda: pa.array(values, pa.binary()))
 
 
 def _repeated(text: str, n: int) -> pa.Array:
@@ -197,8 +197,8 @@ def columns_batch(journal: str, cols: Columns, columns: frozenset[str] | None = 
     work), of Herald's ``columns`` (all for None: `subset_schema`)."""
     n, schema = len(cols), subset_schema(columns)
     has_uuid = any(name in schema.names for name in _UUID_COLUMNS)
-    return _batch(schema, journal, n, lambda: numbers(cols.begins, pa.int64(), np.int64),
-                  lambda: numbers(cols.ends, pa.int64(), np.int64),
+    return _batch(schema, journal, n, lambda: pa.array(cols.begins, pa.int64()),
+                  lambda: pa.array(cols.ends, pa.int64()),
                   lambda: _packed_uuid_columns(np.ascontiguousarray(cols.uuids), cols.has_uuid, cols.text,
                                                schema) if has_uuid else {},
                   lambda: pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(cols.offsets),
@@ -209,4 +209,4 @@ def select_rows(batch: pa.RecordBatch, rows: np.ndarray) -> pa.RecordBatch:
     """``rows`` of ``batch``, in that order (the batch itself if that is all of it)."""
     if len(rows) == batch.num_rows and bool((np.diff(rows) > 0).all()):
         return batch
-    return batch.take(numbers(rows, pa.int64(), np.int64))
+    return batch.take(pa.array(rows, pa.int64()))
