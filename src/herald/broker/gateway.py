@@ -151,11 +151,18 @@ READ_QUERY = (
     Param("block", "Wait for content to be committed, and stream it as it is.", bool),
     Param("end_offset", "Stop before this offset; 0 = no end.", int, minimum=0),
 )
+READ_REQUEST_HEADERS = (
+    Param("Accept-Encoding", "`x-snappy-framed`: a non-blocking read held whole in local SNAPPY fragments may come "
+                             "as their stored chunks (see the X-Encoded-* headers); otherwise ignored."),
+)
 READ_HEADERS = (
     Param("Content-Range", "`bytes <start>-<max>/<max>`: start moves past a pruned range."),
     Param("X-Write-Head", "The journal's write head.", int),
     Param("X-Fragment-Name", "The fragment holding the first offset."),
     Param("X-Fragment-Location", "A signed URL of that fragment, once persisted."),
+    Param("Content-Encoding", "`x-snappy-framed` when the body is stored SNAPPY chunks (asked by Accept-Encoding)."),
+    Param("X-Encoded-Begin", "With Content-Encoding: the offset of the body's first decoded byte.", int),
+    Param("X-Encoded-End", "With Content-Encoding: where the read's content ends (decode, then trim).", int),
 )
 COMMIT_HEADERS = (
     Param("X-Commit-Begin", "First offset of the append.", int),
@@ -171,7 +178,7 @@ ENDPOINTS = (
     Endpoint("PUT", JOURNAL_PATH, handle_put, "gateway", "application/octet-stream", status=204,
              headers=APPEND_HEADERS, response_headers=COMMIT_HEADERS),
     Endpoint("GET", JOURNAL_PATH, handle_get, "gateway", response="application/octet-stream",
-             status=206, query=READ_QUERY, response_headers=READ_HEADERS),
+             status=206, query=READ_QUERY, headers=READ_REQUEST_HEADERS, response_headers=READ_HEADERS),
     Endpoint("HEAD", JOURNAL_PATH, handle_head, "gateway", query=READ_QUERY,
              response_headers=READ_HEADERS),
 )
